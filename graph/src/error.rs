@@ -1,0 +1,155 @@
+//! The one error type of this crate.
+
+use thiserror::Error;
+
+/// Why a job graph could not be read, validated, expanded or divided into regions.
+///
+/// Every variant names the offending item (vertex id, edge index and endpoints, data set, byte
+/// position) so that a user can find it in the input.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GraphError {
+    /// The input is not valid JSON, or does not have the expected shape (wrong type, missing or
+    /// unknown field). The message carries serde_json's line and column.
+    #[error("invalid {format} JSON: {message}")]
+    Json {
+        /// `job graph` or `Flink plan`.
+        format: &'static str,
+        /// serde_json's message, with line and column.
+        message: String,
+    },
+    /// The job graph has no vertices.
+    #[error("the job graph has no vertices")]
+    NoVertices,
+    /// A vertex id is empty or contains `#`, which separates vertex id and subtask index in
+    /// execution vertex names (`"A#3"`).
+    #[error("vertex {index}: invalid id {id:?}: {reason}")]
+    InvalidVertexId {
+        /// Position of the vertex in the input's vertex list.
+        index: usize,
+        /// The id as written.
+        id: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// Two vertices have the same id.
+    #[error("duplicate vertex id '{0}'")]
+    DuplicateVertex(String),
+    /// A vertex's parallelism is 0.
+    #[error("vertex '{0}': parallelism must be at least 1, not 0")]
+    ZeroParallelism(String),
+    /// A vertex's parallelism exceeds its explicit max parallelism.
+    #[error("vertex '{vertex}': parallelism {parallelism} is above its max parallelism {max_parallelism}")]
+    ParallelismAboveMax {
+        /// The vertex id.
+        vertex: String,
+        /// Its parallelism.
+        parallelism: u32,
+        /// Its explicit max parallelism.
+        max_parallelism: u32,
+    },
+    /// An edge names a vertex that does not exist.
+    #[error("edge {edge} ({source_id} -> {target_id}): unknown {end} vertex '{vertex}'")]
+    UnknownVertex {
+        /// Position of the edge in the input's edge list.
+        edge: usize,
+        /// The edge's source as written.
+        source_id: String,
+        /// The edge's target as written.
+        target_id: String,
+        /// `source` or `target`.
+        end: &'static str,
+        /// The unknown id.
+        vertex: String,
+    },
+    /// An edge field has a value outside its vocabulary.
+    #[error("edge {edge} ({source_id} -> {target_id}): unknown {field} '{value}' (expected one of: {expected})")]
+    UnknownEdgeValue {
+        /// Position of the edge in the input's edge list.
+        edge: usize,
+        /// The edge's source.
+        source_id: String,
+        /// The edge's target.
+        target_id: String,
+        /// The field, e.g. `result_partition_type`.
+        field: &'static str,
+        /// The value as written.
+        value: String,
+        /// The accepted values.
+        expected: &'static str,
+    },
+    /// An unknown `job_type`.
+    #[error("unknown job_type '{0}' (expected streaming or batch)")]
+    UnknownJobType(String),
+    /// Edges that share a data set disagree on what the data set is.
+    #[error("data set '{data_set}': edge {edge} has {field} '{found}' but an earlier edge of the data set has '{expected}'")]
+    DataSetMismatch {
+        /// The data set id.
+        data_set: String,
+        /// Position of the disagreeing edge in the input's edge list.
+        edge: usize,
+        /// `source`, `distribution_pattern` or `result_partition_type`.
+        field: &'static str,
+        /// The value on this edge.
+        found: String,
+        /// The value on the earlier edge.
+        expected: String,
+    },
+    /// Consumers of one data set must have the same parallelism (as Flink requires since
+    /// FLINK-28663).
+    #[error("data set '{data_set}': consumers '{first}' (parallelism {first_parallelism}) and '{other}' (parallelism {other_parallelism}) must have the same parallelism")]
+    DataSetConsumerParallelism {
+        /// The data set id.
+        data_set: String,
+        /// The first consumer.
+        first: String,
+        /// Its parallelism.
+        first_parallelism: u32,
+        /// A consumer with another parallelism.
+        other: String,
+        /// Its parallelism.
+        other_parallelism: u32,
+    },
+    /// The job graph has a directed cycle; `cycle` lists it as `a -> b -> a`.
+    #[error("the job graph has a cycle: {cycle}")]
+    Cycle {
+        /// The vertices of one cycle, first vertex repeated at the end.
+        cycle: String,
+    },
+    /// The job is larger than this build supports.
+    #[error("the job has {count} {what}, above the limit of {limit}")]
+    TooLarge {
+        /// `execution vertices`, `partitions` or `partition groups`.
+        what: &'static str,
+        /// How many there would be.
+        count: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// Co-located subtasks (same co-location group, same subtask index) ended up in different
+    /// pipelined regions (Flink raises the same error when building its scheduling topology).
+    #[error("co-located tasks must be in the same pipelined region: '{first}' and '{second}' (co-location group '{group}')")]
+    CoLocationAcrossRegions {
+        /// The co-location group.
+        group: String,
+        /// One execution vertex, e.g. `head#0`.
+        first: String,
+        /// A co-located execution vertex in another region.
+        second: String,
+    },
+    /// Co-located vertices must have the same parallelism.
+    #[error(
+        "co-location group '{group}': vertices '{first}' and '{second}' have different parallelism"
+    )]
+    CoLocationParallelism {
+        /// The co-location group.
+        group: String,
+        /// One vertex id.
+        first: String,
+        /// Another vertex id.
+        second: String,
+    },
+    /// A Flink plan is well-formed JSON but not a valid plan.
+    #[error("Flink plan: {0}")]
+    FlinkPlan(String),
+}

@@ -1,0 +1,211 @@
+//! Import of Flink's JSON execution plan (`JsonPlanGenerator.generatePlan`, served by REST as
+//! `GET /jobs/<id>/plan`, there wrapped as `{"plan": ...}`).
+//!
+//! The plan carries vertices (`nodes`, with `id` and `parallelism`) and, per input, the
+//! producer, the ship strategy and the exchange (the result partition type, lower case). What it
+//! lacks is recovered as Flink does: FORWARD and RESCALE are POINTWISE, every other ship strategy
+//! (HASH, HASH[keys], REBALANCE, SHUFFLE, BROADCAST, GLOBAL, CUSTOM, ...) is ALL_TO_ALL
+//! (Flink's `StreamingJobGraphGenerator`); every edge gets a data set of its own (the plan does
+//! not say when Flink shared one); max parallelism takes Flink's default; parallelism `-1`
+//! (decided at run time by the adaptive batch scheduler) takes a default.
+
+use serde::Deserialize;
+
+use crate::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
+use crate::{DistributionPattern, GraphError, ResultPartitionType};
+
+/// Parallelism given to vertices whose plan parallelism is `-1`: 128, the default of Flink's
+/// `execution.batch.adaptive.auto-parallelism.max-parallelism`, i.e. the most Flink's adaptive
+/// batch scheduler would choose by default. A conservative figure for planning.
+pub const DEFAULT_ADAPTIVE_PARALLELISM: u32 = 128;
+
+/// A Flink plan document, with or without REST's `{"plan": ...}` wrapper. Fields Flink writes
+/// that Conflux does not use (`operator`, `optimizer_properties`, ...) are ignored.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum PlanDocument {
+    Wrapped { plan: FlinkPlan },
+    Bare(FlinkPlan),
+}
+
+#[derive(Debug, Deserialize)]
+struct FlinkPlan {
+    #[serde(default)]
+    name: String,
+    #[serde(default, rename = "type")]
+    job_type: Option<String>,
+    nodes: Vec<FlinkNode>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FlinkNode {
+    id: String,
+    parallelism: i64,
+    #[serde(default)]
+    inputs: Vec<FlinkInput>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FlinkInput {
+    num: u32,
+    id: String,
+    ship_strategy: String,
+    exchange: String,
+}
+
+/// Maps a Flink ship strategy (partitioner name) to its distribution pattern: FORWARD and
+/// RESCALE are POINTWISE, everything else ALL_TO_ALL. `HASH[keys]` counts as `HASH`.
+pub fn distribution_pattern_of(ship_strategy: &str) -> DistributionPattern {
+    let name = ship_strategy
+        .split_once('[')
+        .map_or(ship_strategy, |(name, _)| name)
+        .trim();
+    if name.eq_ignore_ascii_case("FORWARD") || name.eq_ignore_ascii_case("RESCALE") {
+        DistributionPattern::Pointwise
+    } else {
+        DistributionPattern::AllToAll
+    }
+}
+
+/// Whether the bytes look like a Flink plan: a JSON object with `nodes`, or with `plan` holding
+/// an object with `nodes`.
+pub fn looks_like_flink_plan(value: &serde_json::Value) -> bool {
+    let has_nodes = |v: &serde_json::Value| v.get("nodes").is_some();
+    has_nodes(value) || value.get("plan").is_some_and(has_nodes)
+}
+
+/// Converts a Flink plan into job graph JSON. Vertices keep the plan's order and ids (Flink's
+/// 32-hex `JobVertexID`s); the inputs of a node become its edges in `num` order.
+///
+/// # Errors
+/// [`GraphError::Json`] when the bytes are not a Flink plan; [`GraphError::FlinkPlan`] naming the
+/// node and input for a parallelism other than `-1` or a positive number, an unknown exchange,
+/// or duplicate input numbers. Unknown producers and cycles are reported when the result is
+/// validated by [`JobGraph::from_json`](crate::JobGraph::from_json).
+pub fn import(bytes: &[u8], default_parallelism: u32) -> Result<JobGraphJson, GraphError> {
+    let document: PlanDocument = serde_json::from_slice(bytes).map_err(|e| GraphError::Json {
+        format: "Flink plan",
+        message: e.to_string(),
+    })?;
+    let plan = match document {
+        PlanDocument::Wrapped { plan } | PlanDocument::Bare(plan) => plan,
+    };
+    let job_type = match plan.job_type.as_deref() {
+        None => "streaming",
+        Some(t) if t.eq_ignore_ascii_case("STREAMING") => "streaming",
+        Some(t) if t.eq_ignore_ascii_case("BATCH") => "batch",
+        Some(other) => {
+            return Err(GraphError::FlinkPlan(format!(
+                "unknown job type '{other}' (expected STREAMING or BATCH)"
+            )))
+        }
+    };
+
+    let mut vertices = Vec::with_capacity(plan.nodes.len());
+    let mut edges = Vec::new();
+    for node in &plan.nodes {
+        let parallelism = match node.parallelism {
+            -1 => default_parallelism,
+            p if p >= 1 => u32::try_from(p).map_err(|_| {
+                GraphError::FlinkPlan(format!("node {}: parallelism {p} is too large", node.id))
+            })?,
+            p => {
+                return Err(GraphError::FlinkPlan(format!(
+                    "node {}: parallelism {p} (expected -1 or at least 1)",
+                    node.id
+                )))
+            }
+        };
+        vertices.push(JobVertexJson {
+            id: node.id.clone(),
+            parallelism,
+            max_parallelism: None,
+            slot_sharing_group: None,
+            co_location_group: None,
+            operators: Vec::new(),
+        });
+        let mut inputs: Vec<&FlinkInput> = node.inputs.iter().collect();
+        inputs.sort_by_key(|i| i.num);
+        if let Some(w) = inputs.windows(2).find(|w| w[0].num == w[1].num) {
+            return Err(GraphError::FlinkPlan(format!(
+                "node {}: two inputs with num {}",
+                node.id, w[0].num
+            )));
+        }
+        for input in inputs {
+            let partition_type = ResultPartitionType::parse(&input.exchange).ok_or_else(|| {
+                GraphError::FlinkPlan(format!(
+                    "node {} input {} (from {}): unknown exchange '{}'",
+                    node.id, input.num, input.id, input.exchange
+                ))
+            })?;
+            edges.push(JobEdgeJson {
+                source: input.id.clone(),
+                target: node.id.clone(),
+                distribution_pattern: distribution_pattern_of(&input.ship_strategy)
+                    .as_str()
+                    .to_owned(),
+                result_partition_type: partition_type.as_str().to_owned(),
+                ship_strategy: Some(input.ship_strategy.clone()),
+                data_set: None,
+            });
+        }
+    }
+    Ok(JobGraphJson {
+        name: plan.name,
+        job_type: job_type.to_owned(),
+        vertices,
+        edges,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ship_strategies_map_to_patterns_as_flink() {
+        for (s, p) in [
+            ("FORWARD", DistributionPattern::Pointwise),
+            ("RESCALE", DistributionPattern::Pointwise),
+            ("HASH", DistributionPattern::AllToAll),
+            ("HASH[o_orderkey, o_custkey]", DistributionPattern::AllToAll),
+            ("REBALANCE", DistributionPattern::AllToAll),
+            ("SHUFFLE", DistributionPattern::AllToAll),
+            ("BROADCAST", DistributionPattern::AllToAll),
+            ("GLOBAL", DistributionPattern::AllToAll),
+            ("CUSTOM", DistributionPattern::AllToAll),
+        ] {
+            assert_eq!(distribution_pattern_of(s), p, "{s}");
+        }
+    }
+
+    #[test]
+    fn wrapped_and_bare_plans_import_alike() {
+        let bare = r#"{"jid":"x","name":"j","type":"BATCH","nodes":[
+            {"id":"b","parallelism":-1,"inputs":[{"num":0,"id":"a","ship_strategy":"RESCALE","exchange":"blocking"}]},
+            {"id":"a","parallelism":3}]}"#;
+        let wrapped = format!(r#"{{"plan":{bare}}}"#);
+        let a = import(bare.as_bytes(), 5).unwrap();
+        let b = import(wrapped.as_bytes(), 5).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.job_type, "batch");
+        assert_eq!(a.vertices[0].parallelism, 5);
+        assert_eq!(a.edges[0].distribution_pattern, "pointwise");
+        assert_eq!(a.edges[0].result_partition_type, "blocking");
+    }
+
+    #[test]
+    fn bad_parallelism_and_exchange_name_the_node() {
+        let zero = r#"{"nodes":[{"id":"n1","parallelism":0}]}"#;
+        let e = import(zero.as_bytes(), 1).unwrap_err().to_string();
+        assert!(e.contains("n1") && e.contains("parallelism 0"), "{e}");
+        let exchange = r#"{"nodes":[{"id":"a","parallelism":1},
+            {"id":"b","parallelism":1,"inputs":[{"num":0,"id":"a","ship_strategy":"HASH","exchange":"carrier_pigeon"}]}]}"#;
+        let e = import(exchange.as_bytes(), 1).unwrap_err().to_string();
+        assert!(
+            e.contains("node b input 0") && e.contains("carrier_pigeon"),
+            "{e}"
+        );
+    }
+}

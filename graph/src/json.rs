@@ -1,0 +1,133 @@
+//! The job graph JSON format (DESIGN §6, a contract), as plain serde types.
+//!
+//! These types are the boundary: they hold what the file says, strings and all, and are
+//! converted into a validated [`JobGraph`](crate::JobGraph) by
+//! [`JobGraph::from_json`](crate::JobGraph::from_json). Editing tools (the planner) change these
+//! and validate again.
+//!
+//! ```json
+//! {"name": "word count", "job_type": "batch",
+//!  "vertices": [{"id": "source", "parallelism": 4}, {"id": "count", "parallelism": 4}],
+//!  "edges": [{"source": "source", "target": "count", "distribution_pattern": "all_to_all",
+//!             "result_partition_type": "blocking", "ship_strategy": "HASH"}]}
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::GraphError;
+
+/// A whole job graph file. Unknown fields anywhere are an error naming them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobGraphJson {
+    /// The job's name (free text; empty when absent).
+    #[serde(default)]
+    pub name: String,
+    /// `streaming` or `batch`.
+    pub job_type: String,
+    /// The job vertices; their order is the tie-break of the topological order.
+    pub vertices: Vec<JobVertexJson>,
+    /// The job edges; the edges into one vertex are its inputs, in this order.
+    #[serde(default)]
+    pub edges: Vec<JobEdgeJson>,
+}
+
+/// One job vertex.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobVertexJson {
+    /// Unique, non-empty, without `#`.
+    pub id: String,
+    /// Number of subtasks, at least 1.
+    pub parallelism: u32,
+    /// Upper bound for rescaling (key groups); Flink's default applies when absent
+    /// (see [`default_max_parallelism`](crate::default_max_parallelism)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_parallelism: Option<u32>,
+    /// Slot sharing group name; `default` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_sharing_group: Option<String>,
+    /// Co-location group name: subtask `i` of every vertex in the group runs in the same slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub co_location_group: Option<String>,
+    /// The chained operators of the vertex, with their state (used by the planner).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub operators: Vec<OperatorJson>,
+}
+
+/// One operator of a vertex's chain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorJson {
+    /// The operator's stable uid (Flink's `.uid(...)`), which maps state across job versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// Display name.
+    #[serde(default)]
+    pub name: String,
+    /// The operator's state descriptors.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state: Vec<StateJson>,
+}
+
+/// One state descriptor of an operator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateJson {
+    /// The state's name, unique within the operator.
+    pub name: String,
+    /// Its kind, e.g. `value`, `list`, `map`, `reducing`, `aggregating`, `broadcast`.
+    pub kind: String,
+    /// The key type for keyed state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_type: Option<String>,
+    /// The value type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_type: Option<String>,
+    /// State time-to-live in milliseconds; absent means no TTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+}
+
+/// One job edge: the target consumes a data set produced by the source.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobEdgeJson {
+    /// Producing vertex id.
+    pub source: String,
+    /// Consuming vertex id.
+    pub target: String,
+    /// `pointwise` or `all_to_all`.
+    pub distribution_pattern: String,
+    /// `pipelined`, `pipelined_bounded`, `blocking`, `hybrid_full`, `hybrid_selective` (also
+    /// Flink's `blocking_persistent` and `pipelined_approximate`).
+    pub result_partition_type: String,
+    /// The partitioner's name, for display (`HASH[word]`, `FORWARD`, `REBALANCE`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ship_strategy: Option<String>,
+    /// The intermediate data set; edges naming the same data set share one intermediate result.
+    /// Absent: the edge has a data set of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_set: Option<String>,
+}
+
+impl JobGraphJson {
+    /// Parses job graph JSON. Unknown fields, wrong types and missing fields are errors with
+    /// line and column; nothing is validated beyond the shape (see
+    /// [`JobGraph::from_json`](crate::JobGraph::from_json)).
+    ///
+    /// # Errors
+    /// [`GraphError::Json`] when the bytes are not job graph JSON.
+    pub fn parse(bytes: &[u8]) -> Result<Self, GraphError> {
+        serde_json::from_slice(bytes).map_err(|e| GraphError::Json {
+            format: "job graph",
+            message: e.to_string(),
+        })
+    }
+
+    /// Writes the job graph as pretty JSON.
+    pub fn to_json_pretty(&self) -> String {
+        // Serialising plain structs of strings and numbers cannot fail.
+        serde_json::to_string_pretty(self).unwrap_or_else(|e| unreachable!("bug: {e}"))
+    }
+}

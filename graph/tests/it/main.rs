@@ -1,0 +1,8 @@
+//! Integration tests of `conflux-graph`, one binary with a module per area.
+
+mod edges;
+mod flink_fixtures;
+mod reference;
+mod regions;
+mod support;
+mod validation;

@@ -4,7 +4,7 @@
 //! The plan carries vertices (`nodes`, with `id` and `parallelism`) and, per input, the
 //! producer, the ship strategy and the exchange (the result partition type, lower case). What it
 //! lacks is recovered as Flink does: FORWARD and RESCALE are POINTWISE, every other ship strategy
-//! (HASH, HASH[keys], REBALANCE, SHUFFLE, BROADCAST, GLOBAL, CUSTOM, ...) is ALL_TO_ALL
+//! (HASH, `HASH[keys]`, REBALANCE, SHUFFLE, BROADCAST, GLOBAL, CUSTOM, ...) is ALL_TO_ALL
 //! (Flink's `StreamingJobGraphGenerator`); every edge gets a data set of its own (the plan does
 //! not say when Flink shared one); max parallelism takes Flink's default; parallelism `-1`
 //! (decided at run time by the adaptive batch scheduler) takes a default.

@@ -1,5 +1,8 @@
 //! Integration tests of `conflux-graph`, one binary with a module per area.
 
+// Test graphs are tiny: index casts cannot truncate.
+#![allow(clippy::cast_possible_truncation)]
+
 mod edges;
 mod flink_fixtures;
 mod reference;

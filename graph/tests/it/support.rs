@@ -4,7 +4,7 @@ use conflux_graph::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
 use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
 
 /// A vertex `(id, parallelism)`.
-pub fn vertex(id: &str, parallelism: u32) -> JobVertexJson {
+pub(crate) fn vertex(id: &str, parallelism: u32) -> JobVertexJson {
     JobVertexJson {
         id: id.to_owned(),
         parallelism,
@@ -16,7 +16,7 @@ pub fn vertex(id: &str, parallelism: u32) -> JobVertexJson {
 }
 
 /// An edge `source -> target` with a pattern (`pointwise`/`all_to_all`) and a partition type.
-pub fn edge(source: &str, target: &str, pattern: &str, partition_type: &str) -> JobEdgeJson {
+pub(crate) fn edge(source: &str, target: &str, pattern: &str, partition_type: &str) -> JobEdgeJson {
     JobEdgeJson {
         source: source.to_owned(),
         target: target.to_owned(),
@@ -28,7 +28,7 @@ pub fn edge(source: &str, target: &str, pattern: &str, partition_type: &str) -> 
 }
 
 /// A streaming job graph of these vertices and edges.
-pub fn job(vertices: Vec<JobVertexJson>, edges: Vec<JobEdgeJson>) -> JobGraphJson {
+pub(crate) fn job(vertices: Vec<JobVertexJson>, edges: Vec<JobEdgeJson>) -> JobGraphJson {
     JobGraphJson {
         name: "test".to_owned(),
         job_type: "streaming".to_owned(),
@@ -38,7 +38,7 @@ pub fn job(vertices: Vec<JobVertexJson>, edges: Vec<JobEdgeJson>) -> JobGraphJso
 }
 
 /// Validates, expands and computes regions, panicking on error.
-pub fn build(json: &JobGraphJson) -> (ExecutionGraph, PipelinedRegions) {
+pub(crate) fn build(json: &JobGraphJson) -> (ExecutionGraph, PipelinedRegions) {
     let graph = ExecutionGraph::build(JobGraph::from_json(json).expect("valid job graph"))
         .expect("expandable");
     let regions = PipelinedRegions::compute(&graph).expect("regions");

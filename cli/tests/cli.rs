@@ -1,0 +1,216 @@
+//! End-to-end runs of the `conflux` binary: outputs, contracts (DESIGN §6), exit codes.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn conflux(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_conflux"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("runs conflux")
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn json_of(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+#[test]
+fn inspect_word_count_10k_reports_groups_regions_and_bytes() {
+    for (file, regions, job_type) in [
+        ("fixtures/jobs/wordcount-10k-blocking.json", 20_000, "batch"),
+        ("fixtures/jobs/wordcount-10k-pipelined.json", 1, "streaming"),
+    ] {
+        let out = conflux(&["inspect", file, "--format", "json"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = json_of(&out);
+        assert_eq!(r["regions"], regions, "{file}");
+        assert_eq!(r["job_type"], job_type);
+        assert_eq!(r["execution_vertices"], 20_000);
+        assert_eq!(r["logical_connections"], 100_000_000u64);
+        assert_eq!(r["consumed_partition_groups"], 1);
+        assert_eq!(r["consumer_vertex_groups"], 1);
+        assert_eq!(r["partitions"], 10_000);
+        let bytes = r["topology_bytes"].as_u64().expect("topology_bytes");
+        // O(N) regions arrays of u32: between 2 and 3 words per vertex, far below 2 MiB.
+        assert!(
+            (20_000 * 4 * 2..2 * 1024 * 1024).contains(&bytes),
+            "{bytes}"
+        );
+        assert!(r["wall_ms"]["total"].as_f64().expect("total") >= 0.0);
+    }
+}
+
+#[test]
+fn inspect_detail_matches_hand_checked_small_topologies() {
+    let dir = repo().join("fixtures/jobs/small");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).expect("fixtures/jobs/small") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        if !name.ends_with(".json") || name.ends_with(".expected.json") {
+            continue;
+        }
+        let expected_path = dir.join(name.replace(".json", ".expected.json"));
+        let expected: Value =
+            serde_json::from_slice(&std::fs::read(&expected_path).expect("expected file"))
+                .expect("expected JSON");
+        let out = conflux(&[
+            "inspect",
+            path.to_str().expect("utf-8"),
+            "--format",
+            "json",
+            "--detail",
+        ]);
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let r = json_of(&out);
+        assert_eq!(r["regions"], expected["regions"], "{name}");
+        assert_eq!(r["vertices"], expected["vertices"], "{name}");
+        checked += 1;
+    }
+    assert_eq!(checked, 5);
+}
+
+#[test]
+fn inspect_text_lists_vertices_when_detailed() {
+    let out = conflux(&[
+        "inspect",
+        "fixtures/jobs/small/pointwise-3-to-5-blocking.json",
+        "--detail",
+    ]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("pipelined regions     8"), "{text}");
+    assert!(text.contains("B#3  region 6  consumes [A#1]"), "{text}");
+}
+
+#[test]
+fn inspect_accepts_flink_plans_with_parallelism_options() {
+    let out = conflux(&[
+        "inspect",
+        "fixtures/flink-plans/tpch-q3-auto-parallelism.plan.json",
+        "--format",
+        "json",
+        "--default-parallelism",
+        "7",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    assert_eq!(r["input_format"], "flink_plan");
+    assert_eq!(r["execution_vertices"], 5 * 7 + 1);
+    let out = conflux(&[
+        "inspect",
+        "fixtures/flink-plans/rebalance-2000-1000.plan.json",
+        "--format",
+        "json",
+        "--parallelism",
+        "10",
+    ]);
+    let r = json_of(&out);
+    assert_eq!(r["logical_connections"], 100);
+    let out = conflux(&[
+        "inspect",
+        "fixtures/flink-plans/rescale-2000-1000.plan.json",
+        "--format",
+        "json",
+    ]);
+    let r = json_of(&out);
+    assert_eq!(r["logical_connections"], 2_000);
+    assert_eq!(r["regions"], 1_000);
+}
+
+#[test]
+fn generate_prints_a_valid_word_count() {
+    let out = conflux(&[
+        "generate",
+        "wordcount",
+        "--parallelism",
+        "3",
+        "--result-partition-type",
+        "hybrid_full",
+    ]);
+    assert!(out.status.success());
+    let g = json_of(&out);
+    assert_eq!(g["job_type"], "batch");
+    assert_eq!(g["vertices"][0]["id"], "source");
+    assert_eq!(g["vertices"][1]["parallelism"], 3);
+    assert_eq!(g["edges"][0]["result_partition_type"], "hybrid_full");
+    let out = conflux(&[
+        "generate",
+        "wordcount",
+        "--parallelism",
+        "3",
+        "--result-partition-type",
+        "pipelined",
+    ]);
+    assert_eq!(json_of(&out)["job_type"], "streaming");
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_naming_the_problem() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":1}],
+            "edges":[{"source":"a","target":"ghost","distribution_pattern":"pointwise","result_partition_type":"blocking"}]}"#,
+    )
+    .expect("write");
+    let bad = bad.to_str().expect("utf-8");
+    let out = conflux(&["inspect", bad]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("unknown target vertex 'ghost'"), "{stderr}");
+    assert!(out.stdout.is_empty());
+
+    let out = conflux(&["inspect", bad, "--format", "json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let r = json_of(&out);
+    assert!(r["error"].as_str().expect("error").contains("ghost"));
+
+    let out = conflux(&["inspect", "no/such/file.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no/such/file.json"));
+
+    let out = conflux(&[
+        "inspect",
+        "fixtures/jobs/wordcount-10k-blocking.json",
+        "--detail",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--detail would list 100000000"));
+
+    let out = conflux(&["inspect", "--format", "yaml", bad]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = conflux(&["generate", "wordcount", "--parallelism", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,234 @@
+//! The HTTP face of the server (axum): routes, the bearer-token check, and the mapping of
+//! [`BlobError`] to status codes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Path, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, put};
+use axum::Router;
+use bytes::Bytes;
+use futures_util::StreamExt;
+
+use crate::server::ServerCore;
+use crate::{BlobError, BlobKey, BlobKind, JobId};
+
+/// Header with the cap of a rejected upload, in bytes.
+pub(crate) const LIMIT_HEADER: &str = "x-blob-limit";
+/// Header with the reference count after an upload.
+pub(crate) const REFERENCES_HEADER: &str = "x-blob-references";
+/// At most this much of a rejected upload is read (and discarded) so that the client gets to
+/// read the 413 instead of a reset connection; past it the connection is closed.
+const DRAIN_BYTES: u64 = 8 << 20;
+/// And for at most this long.
+const DRAIN_TIME: Duration = Duration::from_secs(2);
+
+type Core = Arc<ServerCore>;
+
+pub(crate) fn router(core: Core) -> Router {
+    let blobs = Router::new()
+        .route("/blobs/{key}", get(get_blob).delete(delete_blob))
+        .route("/blobs/{kind}/{job}", put(put_blob))
+        .route("/jobs/{job}", delete(delete_job))
+        .route_layer(middleware::from_fn_with_state(Arc::clone(&core), authorize));
+    Router::new()
+        .route("/health", get(|| async { "ok\n" }))
+        .merge(blobs)
+        // Uploads are streamed and capped by `max_blob_bytes` in `put_stream`.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(core)
+}
+
+/// The HTTP status of an error.
+pub(crate) fn status_of(error: &BlobError) -> StatusCode {
+    match error {
+        BlobError::NotFound(_) => StatusCode::NOT_FOUND,
+        BlobError::InvalidKey(_) => StatusCode::BAD_REQUEST,
+        BlobError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+        BlobError::Unauthorized => StatusCode::UNAUTHORIZED,
+        BlobError::Remote(_) | BlobError::Transport { .. } => StatusCode::BAD_GATEWAY,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+fn error_response(error: &BlobError) -> Response {
+    let status = status_of(error);
+    if status.is_server_error() {
+        tracing::error!(error = %error, "blob request failed");
+    } else {
+        tracing::debug!(error = %error, "blob request rejected");
+    }
+    let mut response = (status, format!("{error}\n")).into_response();
+    let headers = response.headers_mut();
+    match error {
+        BlobError::TooLarge { limit, .. } => {
+            headers.insert(LIMIT_HEADER, HeaderValue::from(*limit));
+        }
+        BlobError::Unauthorized => {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        _ => {}
+    }
+    response
+}
+
+/// Compares without an early exit, so the time taken does not reveal a prefix of the token.
+fn same_secret(given: &[u8], expected: &[u8]) -> bool {
+    given.len() == expected.len()
+        && given
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+async fn authorize(State(core): State<Core>, request: Request, next: Next) -> Response {
+    if let Some(token) = &core.auth_token {
+        let presented = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "));
+        if !presented.is_some_and(|given| same_secret(given.as_bytes(), token.as_bytes())) {
+            return error_response(&BlobError::Unauthorized);
+        }
+    }
+    next.run(request).await
+}
+
+async fn get_blob(State(core): State<Core>, Path(key): Path<String>) -> Response {
+    let key = match key.parse::<BlobKey>() {
+        Ok(key) => key,
+        Err(e) => return error_response(&e),
+    };
+    match core.get(&key).await {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
+        Err(e) => error_response(&e),
+    }
+}
+
+async fn delete_blob(State(core): State<Core>, Path(key): Path<String>) -> Response {
+    let key = match key.parse::<BlobKey>() {
+        Ok(key) => key,
+        Err(e) => return error_response(&e),
+    };
+    match core.delete(&key).await {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => error_response(&e),
+    }
+}
+
+async fn delete_job(State(core): State<Core>, Path(job): Path<String>) -> Response {
+    let job = match job.parse::<JobId>() {
+        Ok(job) => job,
+        Err(e) => return error_response(&e),
+    };
+    match core.cleanup_job(job).await {
+        Ok(_) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => error_response(&e),
+    }
+}
+
+fn parse_kind(kind: &str) -> Result<BlobKind, BlobError> {
+    match kind {
+        "permanent" | "p" => Ok(BlobKind::Permanent),
+        "transient" | "t" => Ok(BlobKind::Transient),
+        other => Err(BlobError::InvalidKey(format!(
+            "'{}' is not a blob kind (permanent or transient)",
+            other.escape_debug()
+        ))),
+    }
+}
+
+fn parse_job(job: &str) -> Result<Option<JobId>, BlobError> {
+    match job {
+        "no_job" => Ok(None),
+        hex => hex.parse().map(Some),
+    }
+}
+
+async fn put_blob(
+    State(core): State<Core>,
+    Path((kind, job)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let (kind, job) = match (parse_kind(&kind), parse_job(&job)) {
+        (Ok(kind), Ok(job)) => (kind, job),
+        (Err(e), _) | (_, Err(e)) => return error_response(&e),
+    };
+    let declared_len = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    let mut stream = body.into_data_stream();
+    match core.put_stream(kind, job, &mut stream, declared_len).await {
+        Ok((key, refs)) => {
+            let mut response = (StatusCode::CREATED, format!("{key}\n")).into_response();
+            let headers = response.headers_mut();
+            if let Ok(location) = HeaderValue::from_str(&format!("/blobs/{key}")) {
+                headers.insert(header::LOCATION, location);
+            }
+            headers.insert(REFERENCES_HEADER, HeaderValue::from(refs));
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            response
+        }
+        Err(e) => {
+            if matches!(e, BlobError::TooLarge { .. }) {
+                drain(&mut stream, declared_len).await;
+            }
+            error_response(&e)
+        }
+    }
+}
+
+/// Reads and discards what is left of a rejected upload, within [`DRAIN_BYTES`] and
+/// [`DRAIN_TIME`], so that HTTP/1 clients that send the whole body before reading the answer
+/// see the 413. Nothing is written.
+async fn drain<S>(stream: &mut S, declared_len: Option<u64>)
+where
+    S: futures_util::Stream<Item = Result<Bytes, axum::Error>> + Unpin,
+{
+    if declared_len.is_some_and(|len| len > DRAIN_BYTES) {
+        return;
+    }
+    let discard = async {
+        let mut drained = 0u64;
+        while let Some(Ok(chunk)) = stream.next().await {
+            drained += chunk.len() as u64;
+            if drained > DRAIN_BYTES {
+                break;
+            }
+        }
+    };
+    tokio::time::timeout(DRAIN_TIME, discard).await.ok();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abd", b"abc"));
+        assert!(!same_secret(b"ab", b"abc"));
+        assert!(!same_secret(b"", b"abc"));
+    }
+
+    #[test]
+    fn kinds_and_jobs_parse_strictly() {
+        assert_eq!(parse_kind("permanent").ok(), Some(BlobKind::Permanent));
+        assert_eq!(parse_kind("t").ok(), Some(BlobKind::Transient));
+        assert!(parse_kind("../x").is_err());
+        assert_eq!(parse_job("no_job").ok(), Some(None));
+        assert!(parse_job("..").is_err());
+    }
+}

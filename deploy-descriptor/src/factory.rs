@@ -1,0 +1,642 @@
+//! The JobManager side: task deployment descriptors and the shuffle descriptor cache.
+//!
+//! As Flink 1.14+ (FLINK-23005, FLINK-23218, FLINK-29768), the descriptors of a
+//! ConsumedPartitionGroup are computed and serialised once, when the first consumer is deployed,
+//! and every later consumer shares the bytes: an all-to-all edge of D consumers costs one
+//! serialisation, not D. Building descriptors is split in two so that many TDDs can be built in
+//! parallel: [`TaskDeploymentDescriptorFactory::prepare_groups`] (`&mut self`: computes,
+//! serialises, offloads what is missing) and [`TaskDeploymentDescriptorFactory::create`]
+//! (`&self`: assembles one TDD from prepared groups in O(inputs + outputs)).
+
+use std::collections::HashMap;
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use conflux_blob::{BlobWriter, JobId};
+use conflux_graph::{
+    ConsumedPartitionGroupId, ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId,
+    ResultPartitionType,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::offload::{MaybeOffloaded, OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE};
+use crate::shuffle::{shuffle_descriptor_for, ConsumptionPolicy, ProducerView};
+use crate::wire::{self, PayloadKind};
+use crate::{AllocationId, DeployError, ExecutionAttemptId, ResultPartitionId, ShuffleDescriptor};
+
+/// A batch of descriptors of one ConsumedPartitionGroup with their positions in it (Flink's
+/// `ShuffleDescriptorGroup`, FLINK-32385). The first group of a cache entry covers every position
+/// (`indices` is `None`: positions `0..len`); later groups (hybrid partitions that became known)
+/// list their positions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShuffleDescriptorGroup {
+    /// The descriptors.
+    pub descriptors: Vec<ShuffleDescriptor>,
+    /// Their positions in the ConsumedPartitionGroup, or `None` for `0..descriptors.len()`.
+    pub indices: Option<Vec<u32>>,
+}
+
+impl ShuffleDescriptorGroup {
+    /// `(position, descriptor)` pairs.
+    pub fn entries(&self) -> impl Iterator<Item = (u32, &ShuffleDescriptor)> + '_ {
+        self.descriptors.iter().enumerate().map(|(i, d)| {
+            let position = match &self.indices {
+                Some(indices) => indices[i],
+                // A group holds at most u32::MAX partitions (graph invariant).
+                None => u32::try_from(i).unwrap_or(u32::MAX),
+            };
+            (position, d)
+        })
+    }
+}
+
+/// What a task needs to know of its job (Flink's `JobInformation`), serialised once per job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobInformation {
+    /// The job.
+    pub job_id: JobId,
+    /// Its name.
+    pub job_name: String,
+    /// `streaming` or `batch`.
+    pub job_type: String,
+}
+
+/// What a task needs to know of its job vertex (Flink's `TaskInformation`), serialised once per
+/// job vertex.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskInformation {
+    /// The job vertex id.
+    pub job_vertex_id: String,
+    /// Number of subtasks.
+    pub parallelism: u32,
+    /// Max parallelism (key groups).
+    pub max_parallelism: u64,
+    /// Slot sharing group.
+    pub slot_sharing_group: String,
+    /// Chained operator names, in chain order.
+    pub operators: Vec<String>,
+}
+
+/// A partition the task produces (Flink's `ResultPartitionDeploymentDescriptor`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResultPartitionDeploymentDescriptor {
+    /// The partition and its producing attempt.
+    pub partition: ResultPartitionId,
+    /// Its type.
+    pub partition_type: ResultPartitionType,
+    /// Subpartitions to create: the size of the partition's (first) consumer vertex group (D for
+    /// all-to-all, the fan-out for pointwise).
+    pub number_of_subpartitions: u32,
+    /// The producer's max parallelism.
+    pub max_parallelism: u64,
+}
+
+/// One input of the task: one ConsumedPartitionGroup (Flink's `InputGateDeploymentDescriptor`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InputGateDeploymentDescriptor {
+    /// The consumed intermediate result (data set index).
+    pub result: u32,
+    /// The consumed partition group.
+    pub group: ConsumedPartitionGroupId,
+    /// Type of the consumed partitions.
+    pub partition_type: ResultPartitionType,
+    /// Subpartitions read from every partition: static graphs read one, `subtask mod
+    /// consumers of the partition` (Flink's rule, not the position in the group).
+    pub consumed_subpartitions: RangeInclusive<u32>,
+    /// Input channels, one per partition of the group.
+    pub number_of_channels: u32,
+    /// The serialised descriptor groups, shared with every consumer of the group. Loading applies
+    /// them in order; a later group may only fill positions that were unknown.
+    pub descriptor_groups: Arc<[MaybeOffloaded]>,
+}
+
+/// Everything a TaskManager needs to run one attempt (Flink's `TaskDeploymentDescriptor`).
+/// O(inputs + outputs) in size: the descriptor bytes are shared.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskDeploymentDescriptor {
+    /// The job.
+    pub job_id: JobId,
+    /// The attempt to run.
+    pub execution_attempt: ExecutionAttemptId,
+    /// The slot it runs in.
+    pub allocation: AllocationId,
+    /// Serialised [`JobInformation`], shared by all tasks.
+    pub job_information: MaybeOffloaded,
+    /// Serialised [`TaskInformation`], shared by the tasks of the job vertex.
+    pub task_information: MaybeOffloaded,
+    /// Produced partitions, one per produced data set.
+    pub produced_partitions: Vec<ResultPartitionDeploymentDescriptor>,
+    /// Input gates, one per input edge, in input order.
+    pub input_gates: Vec<InputGateDeploymentDescriptor>,
+}
+
+impl TaskDeploymentDescriptor {
+    /// Heap bytes this descriptor holds of its own (not the shared bytes it references).
+    pub fn own_heap_bytes(&self) -> usize {
+        self.produced_partitions.capacity()
+            * std::mem::size_of::<ResultPartitionDeploymentDescriptor>()
+            + self.input_gates.capacity() * std::mem::size_of::<InputGateDeploymentDescriptor>()
+    }
+}
+
+/// The runtime state the factory reads: producers' current attempts and finished partitions.
+/// Implemented by the scheduler.
+pub trait ProducerStates {
+    /// The current attempt of a producer.
+    fn producer(&self, vertex: ExecutionVertexIndex) -> ProducerView;
+    /// Whether a partition has all its data (its producer finished).
+    fn all_data_produced(&self, partition: IntermediateResultPartitionId) -> bool;
+}
+
+/// Settings of the factory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeploymentConfig {
+    /// When shuffle descriptor groups are offloaded (default: Flink 1.18+'s count rule).
+    pub offload_rule: OffloadRule,
+    /// `blob.offload.minsize` for job and task information, in bytes (default 1 MiB).
+    pub information_offload_min_size: usize,
+    /// How unready producers are handed out.
+    pub policy: ConsumptionPolicy,
+}
+
+impl DeploymentConfig {
+    /// Flink's defaults for a job type.
+    pub fn for_job_type(job_type: conflux_graph::JobType) -> DeploymentConfig {
+        DeploymentConfig {
+            offload_rule: OffloadRule::default(),
+            information_offload_min_size: DEFAULT_OFFLOAD_MIN_SIZE,
+            policy: ConsumptionPolicy::for_job_type(job_type),
+        }
+    }
+}
+
+/// Counters of the factory, for reports and tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeploymentStats {
+    /// Group lookups that found the group cached.
+    pub cache_hits: u64,
+    /// Group lookups that computed the group.
+    pub cache_misses: u64,
+    /// Serialised descriptor groups produced (first groups and hybrid appends).
+    pub groups_serialized: u64,
+    /// Descriptors computed.
+    pub descriptors_computed: u64,
+    /// MessagePack bytes before compression, over all serialised groups.
+    pub raw_bytes: u64,
+    /// Framed bytes kept inline, over all serialised groups.
+    pub inline_bytes: u64,
+    /// Framed bytes offloaded to the blob server.
+    pub offloaded_bytes: u64,
+    /// Blobs uploaded (descriptor groups and information).
+    pub blobs_uploaded: u64,
+    /// Uploads that failed and fell back to inline.
+    pub upload_failures: u64,
+    /// Offloaded descriptor blobs deleted by invalidation.
+    pub blobs_deleted: u64,
+    /// Cache entries dropped by invalidation.
+    pub groups_invalidated: u64,
+}
+
+/// One cached ConsumedPartitionGroup (Flink's `CachedShuffleDescriptors`).
+#[derive(Debug)]
+struct CacheEntry {
+    /// Serialised groups so far; a TDD takes a snapshot of this `Arc`.
+    serialized: Arc<[MaybeOffloaded]>,
+    /// Positions whose descriptor was handed out unknown (hybrid partitions may become known).
+    unknown: Vec<u32>,
+    /// Known descriptors not serialised yet (hybrid appends).
+    pending: Vec<(u32, ShuffleDescriptor)>,
+}
+
+/// Builds task deployment descriptors, caching shuffle descriptors per ConsumedPartitionGroup.
+pub struct TaskDeploymentDescriptorFactory {
+    job_id: JobId,
+    config: DeploymentConfig,
+    blob_writer: Arc<dyn BlobWriter>,
+    job_information: MaybeOffloaded,
+    task_information: Vec<MaybeOffloaded>,
+    cache: HashMap<ConsumedPartitionGroupId, CacheEntry>,
+    stats: DeploymentStats,
+}
+
+impl std::fmt::Debug for TaskDeploymentDescriptorFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskDeploymentDescriptorFactory")
+            .field("job_id", &self.job_id)
+            .field("config", &self.config)
+            .field("cached_groups", &self.cache.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskDeploymentDescriptorFactory {
+    /// A factory for one job: serialises job information and every job vertex's task information
+    /// now, offloading those at or above `information_offload_min_size` (Flink's FLINK-6046
+    /// rule). O(V).
+    ///
+    /// # Errors
+    /// [`DeployError::Wire`] only on a bug.
+    pub fn new(
+        graph: &ExecutionGraph,
+        job_id: JobId,
+        config: DeploymentConfig,
+        blob_writer: Arc<dyn BlobWriter>,
+    ) -> Result<TaskDeploymentDescriptorFactory, DeployError> {
+        let job = graph.job_graph();
+        let mut factory = TaskDeploymentDescriptorFactory {
+            job_id,
+            config,
+            blob_writer,
+            job_information: MaybeOffloaded::Inline(Bytes::new()),
+            task_information: Vec::with_capacity(job.vertices().len()),
+            cache: HashMap::new(),
+            stats: DeploymentStats::default(),
+        };
+        let info = JobInformation {
+            job_id,
+            job_name: job.name().to_owned(),
+            job_type: job.job_type().as_str().to_owned(),
+        };
+        let (bytes, _) = wire::encode(PayloadKind::JobInformation, &info)?;
+        factory.job_information = factory.maybe_offload_information(bytes);
+        for v in job.vertices() {
+            let info = TaskInformation {
+                job_vertex_id: v.id.clone(),
+                parallelism: v.parallelism,
+                max_parallelism: v.max_parallelism,
+                slot_sharing_group: v.slot_sharing_group.clone(),
+                operators: v.operators.iter().map(|o| o.name.clone()).collect(),
+            };
+            let (bytes, _) = wire::encode(PayloadKind::TaskInformation, &info)?;
+            let info = factory.maybe_offload_information(bytes);
+            factory.task_information.push(info);
+        }
+        Ok(factory)
+    }
+
+    /// The job.
+    pub fn job_id(&self) -> JobId {
+        self.job_id
+    }
+
+    /// Counters so far.
+    pub fn stats(&self) -> DeploymentStats {
+        self.stats
+    }
+
+    /// Number of cached groups.
+    pub fn cached_groups(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Whether a group is cached.
+    pub fn is_cached(&self, group: ConsumedPartitionGroupId) -> bool {
+        self.cache.contains_key(&group)
+    }
+
+    /// The serialised groups of a cached group (for reports and tests).
+    pub fn cached(&self, group: ConsumedPartitionGroupId) -> Option<&[MaybeOffloaded]> {
+        self.cache.get(&group).map(|e| &*e.serialized)
+    }
+
+    fn maybe_offload_information(&mut self, bytes: Vec<u8>) -> MaybeOffloaded {
+        if bytes.len() >= self.config.information_offload_min_size {
+            if let Some(offloaded) = self.upload(&bytes) {
+                return offloaded;
+            }
+        }
+        MaybeOffloaded::Inline(Bytes::from(bytes))
+    }
+
+    /// Uploads framed bytes; on failure logs a warning and returns `None` (the caller keeps the
+    /// bytes inline, as Flink does).
+    fn upload(&mut self, bytes: &[u8]) -> Option<MaybeOffloaded> {
+        match self.blob_writer.put_permanent(self.job_id, bytes) {
+            Ok(key) => {
+                self.stats.blobs_uploaded += 1;
+                Some(MaybeOffloaded::Offloaded {
+                    key,
+                    len: bytes.len(),
+                })
+            }
+            Err(error) => {
+                self.stats.upload_failures += 1;
+                tracing::warn!(job = %self.job_id, bytes = bytes.len(), %error, "offloading to the blob server failed; keeping the data inline");
+                None
+            }
+        }
+    }
+
+    /// Makes sure every group that `vertex` consumes is cached and has nothing pending:
+    /// computes missing groups (descriptors for each partition, serialised, maybe offloaded) and
+    /// serialises pending hybrid descriptors as an extra group. O(partitions of the groups that
+    /// were missing); O(inputs) when all are cached.
+    ///
+    /// # Errors
+    /// [`DeployError::ProducerNotReady`] naming the partition in a streaming job whose producer is
+    /// not deployed; nothing is cached for that group.
+    pub fn prepare_groups(
+        &mut self,
+        graph: &ExecutionGraph,
+        vertex: ExecutionVertexIndex,
+        producers: &dyn ProducerStates,
+    ) -> Result<(), DeployError> {
+        for group in graph.consumed_partition_groups(vertex) {
+            self.prepare_group(graph, group, producers)?;
+        }
+        Ok(())
+    }
+
+    /// [`prepare_groups`](Self::prepare_groups) for one group.
+    ///
+    /// # Errors
+    /// As [`prepare_groups`](Self::prepare_groups).
+    pub fn prepare_group(
+        &mut self,
+        graph: &ExecutionGraph,
+        group: ConsumedPartitionGroupId,
+        producers: &dyn ProducerStates,
+    ) -> Result<(), DeployError> {
+        let cpg = graph.consumed_partition_group(group);
+        if let Some(entry) = self.cache.get_mut(&group) {
+            self.stats.cache_hits += 1;
+            if entry.pending.is_empty() {
+                return Ok(());
+            }
+            let pending = std::mem::take(&mut entry.pending);
+            let (indices, descriptors): (Vec<u32>, Vec<ShuffleDescriptor>) =
+                pending.into_iter().unzip();
+            let batch = ShuffleDescriptorGroup {
+                descriptors,
+                indices: Some(indices),
+            };
+            let serialized = self.serialize_group(&batch, cpg.num_consumers)?;
+            if let Some(entry) = self.cache.get_mut(&group) {
+                let mut all: Vec<MaybeOffloaded> = entry.serialized.to_vec();
+                all.push(serialized);
+                entry.serialized = all.into();
+            }
+            return Ok(());
+        }
+        self.stats.cache_misses += 1;
+        let job = graph.job_graph();
+        let data_set = job.data_set(cpg.result);
+        let producer_vertices = graph.execution_vertices_of(data_set.producer);
+        let mut descriptors = Vec::with_capacity(cpg.partitions.len());
+        let mut unknown = Vec::new();
+        for p in cpg.partitions.clone() {
+            let vertex = ExecutionVertexIndex(producer_vertices.start + p);
+            let producer = producers.producer(vertex);
+            let partition = IntermediateResultPartitionId {
+                result: cpg.result,
+                partition: p,
+            };
+            let descriptor = shuffle_descriptor_for(
+                (cpg.result.0, p),
+                cpg.result_partition_type,
+                &producer,
+                producers.all_data_produced(partition),
+                cpg.result.0,
+                &self.config.policy,
+            )
+            .map_err(|state| DeployError::ProducerNotReady {
+                partition: partition_name(graph, partition),
+                state,
+            })?;
+            if descriptor.is_unknown() {
+                unknown.push(p - cpg.partitions.start);
+            }
+            descriptors.push(descriptor);
+        }
+        self.stats.descriptors_computed += descriptors.len() as u64;
+        let batch = ShuffleDescriptorGroup {
+            descriptors,
+            indices: None,
+        };
+        let serialized = self.serialize_group(&batch, cpg.num_consumers)?;
+        self.cache.insert(
+            group,
+            CacheEntry {
+                serialized: Arc::from(vec![serialized]),
+                unknown,
+                pending: Vec::new(),
+            },
+        );
+        Ok(())
+    }
+
+    fn serialize_group(
+        &mut self,
+        batch: &ShuffleDescriptorGroup,
+        consumers: u32,
+    ) -> Result<MaybeOffloaded, DeployError> {
+        let (bytes, size) = wire::encode_descriptor_group(batch)?;
+        self.stats.groups_serialized += 1;
+        self.stats.raw_bytes += size.raw as u64;
+        if self
+            .config
+            .offload_rule
+            .should_offload(batch.descriptors.len(), consumers, bytes.len())
+        {
+            if let Some(offloaded) = self.upload(&bytes) {
+                self.stats.offloaded_bytes += bytes.len() as u64;
+                return Ok(offloaded);
+            }
+        }
+        self.stats.inline_bytes += bytes.len() as u64;
+        Ok(MaybeOffloaded::Inline(Bytes::from(bytes)))
+    }
+
+    /// Assembles the TDD of one attempt from prepared groups. Read-only, so many TDDs can be
+    /// built in parallel. O(inputs + outputs).
+    ///
+    /// # Errors
+    /// [`DeployError::GroupNotPrepared`] if a consumed group was not prepared (a bug of the
+    /// caller).
+    pub fn create(
+        &self,
+        graph: &ExecutionGraph,
+        attempt: ExecutionAttemptId,
+        allocation: AllocationId,
+    ) -> Result<TaskDeploymentDescriptor, DeployError> {
+        let vertex = ExecutionVertexIndex(attempt.vertex);
+        let id = graph.execution_vertex_id(vertex);
+        let job = graph.job_graph();
+        let job_vertex = job.vertex(id.job_vertex);
+
+        let produced_partitions = graph
+            .produced_partitions(vertex)
+            .map(|partition| {
+                let data_set = job.data_set(partition.result);
+                // Static graphs: the size of the partition's first consumer vertex group.
+                let subpartitions = graph
+                    .consumer_vertex_groups(partition)
+                    .next()
+                    .map_or(1, |g| {
+                        let group = graph.consumer_vertex_group(g);
+                        group.subtasks.end - group.subtasks.start
+                    });
+                ResultPartitionDeploymentDescriptor {
+                    partition: ResultPartitionId {
+                        result: partition.result.0,
+                        partition: partition.partition,
+                        producer: attempt,
+                    },
+                    partition_type: data_set.result_partition_type,
+                    number_of_subpartitions: subpartitions,
+                    max_parallelism: job_vertex.max_parallelism,
+                }
+            })
+            .collect();
+
+        let mut input_gates = Vec::with_capacity(job_vertex.inputs.len());
+        for group in graph.consumed_partition_groups(vertex) {
+            let entry = self
+                .cache
+                .get(&group)
+                .ok_or(DeployError::GroupNotPrepared {
+                    group: group.0,
+                    vertex: graph.execution_vertex_name(vertex),
+                })?;
+            let cpg = graph.consumed_partition_group(group);
+            let subpartition = id.subtask % cpg.num_consumers;
+            input_gates.push(InputGateDeploymentDescriptor {
+                result: cpg.result.0,
+                group,
+                partition_type: cpg.result_partition_type,
+                consumed_subpartitions: subpartition..=subpartition,
+                number_of_channels: cpg.partitions.end - cpg.partitions.start,
+                descriptor_groups: Arc::clone(&entry.serialized),
+            });
+        }
+        Ok(TaskDeploymentDescriptor {
+            job_id: self.job_id,
+            execution_attempt: attempt,
+            allocation,
+            job_information: self.job_information.clone(),
+            task_information: self.task_information[id.job_vertex.idx()].clone(),
+            produced_partitions,
+            input_gates,
+        })
+    }
+
+    /// Prepares the consumed groups and creates the TDD in one call.
+    ///
+    /// # Errors
+    /// As [`prepare_groups`](Self::prepare_groups) and [`create`](Self::create).
+    pub fn create_deployment(
+        &mut self,
+        graph: &ExecutionGraph,
+        attempt: ExecutionAttemptId,
+        allocation: AllocationId,
+        producers: &dyn ProducerStates,
+    ) -> Result<TaskDeploymentDescriptor, DeployError> {
+        self.prepare_groups(graph, ExecutionVertexIndex(attempt.vertex), producers)?;
+        self.create(graph, attempt, allocation)
+    }
+
+    /// A producer restarts (Flink's `IntermediateResultPartition.resetForNewExecution`): every
+    /// group containing its partition is dropped, and their offloaded blobs deleted. O(consumer
+    /// edges of the result).
+    pub fn on_producer_reset(
+        &mut self,
+        graph: &ExecutionGraph,
+        partition: IntermediateResultPartitionId,
+    ) {
+        let groups: Vec<ConsumedPartitionGroupId> = graph
+            .consumer_vertex_groups(partition)
+            .map(|g| g.consumed_partition_group())
+            .collect();
+        for group in groups {
+            self.invalidate(group);
+        }
+    }
+
+    /// A group was released (all its consumer regions finished, FLINK-23833): only this group is
+    /// dropped, and its offloaded blobs deleted.
+    pub fn on_group_released(&mut self, group: ConsumedPartitionGroupId) {
+        self.invalidate(group);
+    }
+
+    /// A hybrid partition's producer finished (FLINK-29768): in every cached group where it was
+    /// handed out unknown, its now-known descriptor is queued; the next deployment of a consumer
+    /// of that group serialises the queued descriptors as an extra group. Other partition types
+    /// are not touched (their consumers learn the location through a partition update).
+    pub fn on_partition_finished(
+        &mut self,
+        graph: &ExecutionGraph,
+        partition: IntermediateResultPartitionId,
+        producers: &dyn ProducerStates,
+    ) {
+        let data_set = graph.job_graph().data_set(partition.result);
+        if !data_set.result_partition_type.is_hybrid() {
+            return;
+        }
+        let producer = producers.producer(graph.producer_of(partition));
+        for g in graph.consumer_vertex_groups(partition) {
+            let group = g.consumed_partition_group();
+            let Some(entry) = self.cache.get_mut(&group) else {
+                continue;
+            };
+            let cpg_start = graph.consumed_partition_group(group).partitions.start;
+            let position = partition.partition - cpg_start;
+            let Ok(at) = entry.unknown.binary_search(&position) else {
+                continue;
+            };
+            if let Ok(descriptor) = shuffle_descriptor_for(
+                (partition.result.0, partition.partition),
+                data_set.result_partition_type,
+                &producer,
+                true,
+                partition.result.0,
+                &self.config.policy,
+            ) {
+                if !descriptor.is_unknown() {
+                    entry.unknown.remove(at);
+                    entry.pending.push((position, descriptor));
+                }
+            }
+        }
+    }
+
+    /// The job ends: every cached group is dropped and its offloaded blobs deleted.
+    pub fn clear(&mut self) {
+        let groups: Vec<ConsumedPartitionGroupId> = self.cache.keys().copied().collect();
+        for group in groups {
+            self.invalidate(group);
+        }
+    }
+
+    fn invalidate(&mut self, group: ConsumedPartitionGroupId) {
+        let Some(entry) = self.cache.remove(&group) else {
+            return;
+        };
+        self.stats.groups_invalidated += 1;
+        for serialized in entry.serialized.iter() {
+            if let MaybeOffloaded::Offloaded { key, .. } = serialized {
+                // A TDD built earlier may still hold the key; the blob server keeps it while
+                // another reference exists. Failure to delete leaks a blob until job cleanup.
+                match self.blob_writer.delete_permanent(key) {
+                    Ok(()) => self.stats.blobs_deleted += 1,
+                    Err(error) => {
+                        tracing::warn!(job = %self.job_id, group = group.0, %key, %error, "deleting an offloaded descriptor group failed; it is removed at job cleanup");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `"A#0"`, or `"A#0@<data set>"` when the producer has several data sets (DESIGN §6).
+pub fn partition_name(graph: &ExecutionGraph, partition: IntermediateResultPartitionId) -> String {
+    let job = graph.job_graph();
+    let data_set = job.data_set(partition.result);
+    let producer = job.vertex(data_set.producer);
+    if producer.produced_data_sets.len() > 1 {
+        format!("{}#{}@{}", producer.id, partition.partition, data_set.id)
+    } else {
+        format!("{}#{}", producer.id, partition.partition)
+    }
+}

@@ -1,0 +1,99 @@
+//! `conflux-deploy`: task deployment descriptors whose shuffle descriptors are serialised once
+//! per ConsumedPartitionGroup, compressed, cached, and offloaded to the blob server past a
+//! threshold, after Flink 1.14+ (FLINK-23005, FLINK-23218, FLINK-23833, FLINK-29768,
+//! FLINK-32201, FLINK-32386).
+//!
+//! - JobManager side: [`TaskDeploymentDescriptorFactory`] builds [`TaskDeploymentDescriptor`]s
+//!   from an [`ExecutionGraph`](conflux_graph::ExecutionGraph) and the producers' states
+//!   ([`ProducerStates`]), caching per group and invalidating on producer reset or group
+//!   release.
+//! - TaskManager side: [`load_input_gate`] with a [`ShuffleDescriptorsCache`] bounded in bytes.
+//! - [`wire`]: the versioned, checksummed, compressed format of serialised descriptor data.
+//!
+//! The crate does no I/O of its own: offloading goes through a [`conflux_blob::BlobWriter`],
+//! fetching through a [`conflux_blob::BlobReader`].
+
+mod factory;
+mod ids;
+mod offload;
+mod shuffle;
+mod task_manager;
+pub mod wire;
+
+pub use factory::{
+    partition_name, DeploymentConfig, DeploymentStats, InputGateDeploymentDescriptor,
+    JobInformation, ProducerStates, ResultPartitionDeploymentDescriptor, ShuffleDescriptorGroup,
+    TaskDeploymentDescriptor, TaskDeploymentDescriptorFactory, TaskInformation,
+};
+pub use ids::{
+    AllocationId, ExecutionAttemptId, ResultPartitionId, TaskManagerId, TaskManagerLocation,
+};
+pub use offload::{
+    MaybeOffloaded, OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE, DEFAULT_OFFLOAD_THRESHOLD_NUM,
+};
+pub use shuffle::{
+    shuffle_descriptor_for, ConsumptionPolicy, ExecutionState, PartitionLocationConstraint,
+    ProducerView, ShuffleDescriptor,
+};
+pub use task_manager::{
+    load_input_gate, CacheStats, LoadedInputGate, SharedDecodedGroups, ShuffleDescriptorsCache,
+    DEFAULT_CACHE_BYTES,
+};
+pub use wire::WireError;
+
+/// Why a deployment descriptor could not be built or loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeployError {
+    /// A streaming consumer reads a partition whose producer is not deployed (Flink: "Trying to
+    /// consume an input partition whose producer is not ready" / "has been canceled or failed").
+    #[error("partition {partition}: its producer is {state:?}, so a streaming consumer cannot be deployed (the partition must be known)", state = state.as_str())]
+    ProducerNotReady {
+        /// The partition, e.g. `A#0`.
+        partition: String,
+        /// The producer's state.
+        state: ExecutionState,
+    },
+    /// A TDD was requested before its consumed groups were prepared (a bug of the caller).
+    #[error("bug: consumed partition group {group} of {vertex} was not prepared")]
+    GroupNotPrepared {
+        /// The group.
+        group: u32,
+        /// The consumer, e.g. `B#3`.
+        vertex: String,
+    },
+    /// Serialised data could not be read.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+    /// A blob could not be fetched.
+    #[error(transparent)]
+    Blob(#[from] conflux_blob::BlobError),
+    /// A descriptor group overwrote a known descriptor.
+    #[error("consumed partition group {group}: position {position} is set twice with a known descriptor")]
+    ChannelConflict {
+        /// The group.
+        group: u32,
+        /// The input channel.
+        position: u32,
+    },
+    /// A descriptor group names a position past the gate's channels.
+    #[error(
+        "consumed partition group {group}: position {position} is past its {channels} channels"
+    )]
+    ChannelOutOfRange {
+        /// The group.
+        group: u32,
+        /// The position.
+        position: u32,
+        /// Number of channels.
+        channels: u32,
+    },
+    /// Channels without any descriptor after all groups were applied.
+    #[error("consumed partition group {group}: {missing} channel(s) have no descriptor")]
+    MissingChannels {
+        /// The group.
+        group: u32,
+        /// How many.
+        missing: usize,
+    },
+}

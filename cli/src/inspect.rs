@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::anyhow;
+use conflux_deploy::OffloadRule;
 use conflux_graph::load::{self, InputFormat, LoadOptions};
 use conflux_graph::{ExecutionGraph, ExecutionVertexIndex, JobGraph, PipelinedRegions};
 use serde_json::{json, Value};
@@ -22,6 +23,7 @@ pub(crate) fn run(
     options: &LoadOptions,
     format: Format,
     detail: bool,
+    offload_rule: OffloadRule,
 ) -> Result<(), Failure> {
     let start = Instant::now();
     let bytes = read_input(path)?;
@@ -33,12 +35,15 @@ pub(crate) fn run(
     let graph = ExecutionGraph::build(job).map_err(Failure::input)?;
     let built = Instant::now();
     let regions = PipelinedRegions::compute(&graph).map_err(Failure::input)?;
+    let regions_done = Instant::now();
+    let descriptors = crate::descriptors::report(&graph, offload_rule).map_err(Failure::Work)?;
     let done = Instant::now();
     let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
     let wall = Wall {
         parse: ms(start, parsed),
         execution_graph: ms(parsed, built),
-        regions: ms(built, done),
+        regions: ms(built, regions_done),
+        descriptors: ms(regions_done, done),
         total: ms(start, done),
     };
 
@@ -50,7 +55,8 @@ pub(crate) fn run(
             )));
         }
     }
-    let report = report(&graph, &regions, input_format, &wall, detail);
+    let mut report = report(&graph, &regions, input_format, &wall, detail);
+    report["descriptors"] = descriptors;
     let out = match format {
         Format::Json => {
             serde_json::to_string_pretty(&report).map_err(|e| Failure::Work(e.into()))? + "\n"
@@ -65,6 +71,7 @@ struct Wall {
     parse: f64,
     execution_graph: f64,
     regions: f64,
+    descriptors: f64,
     total: f64,
 }
 
@@ -155,6 +162,7 @@ fn report(
             "parse": wall.parse,
             "execution_graph": wall.execution_graph,
             "regions": wall.regions,
+            "descriptors": wall.descriptors,
             "total": wall.total,
         },
         "job_graph": { "vertices": vertices, "edges": edges },
@@ -248,12 +256,27 @@ fn text(r: &Value) -> String {
     let w = &r["wall_ms"];
     let _ = writeln!(
         s,
-        "  {:<22}parse {:.3} ms, execution graph {:.3} ms, regions {:.3} ms, total {:.3} ms",
+        "  {:<22}parse {:.3} ms, execution graph {:.3} ms, regions {:.3} ms, descriptors {:.3} ms, total {:.3} ms",
         "wall time",
         w["parse"].as_f64().unwrap_or(0.0),
         w["execution_graph"].as_f64().unwrap_or(0.0),
         w["regions"].as_f64().unwrap_or(0.0),
+        w["descriptors"].as_f64().unwrap_or(0.0),
         w["total"].as_f64().unwrap_or(0.0)
+    );
+    let d = &r["descriptors"];
+    let _ = writeln!(
+        s,
+        "  {:<22}{} groups, {} descriptors: {} bytes raw, {} compressed; {} group(s) offloaded ({} bytes), {} bytes inline [offload when {}]",
+        "shuffle descriptors",
+        n(&d["groups"]),
+        n(&d["descriptors"]),
+        n(&d["raw_bytes"]),
+        n(&d["compressed_bytes"]),
+        n(&d["offloaded_groups"]),
+        n(&d["offloaded_bytes"]),
+        n(&d["inline_bytes"]),
+        d["offload_rule"].as_str().unwrap_or("")
     );
     let _ = writeln!(s, "job vertices");
     for v in r["job_graph"]["vertices"].as_array().into_iter().flatten() {
@@ -283,6 +306,23 @@ fn text(r: &Value) -> String {
             n(&e["connections"]),
             n(&e["groups"])
         );
+    }
+    let _ = writeln!(s, "shuffle descriptor groups (first {} per edge)", 16);
+    for e in r["descriptors"]["edges"].as_array().into_iter().flatten() {
+        for g in e["listed_groups"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                s,
+                "  {} -> {} group {}: {} descriptors for {} consumers, {} bytes raw, {} compressed, {}",
+                e["source"].as_str().unwrap_or(""),
+                e["target"].as_str().unwrap_or(""),
+                g["group"],
+                n(&g["descriptors"]),
+                n(&g["consumers"]),
+                n(&g["raw_bytes"]),
+                n(&g["compressed_bytes"]),
+                if g["offloaded"].as_bool().unwrap_or(false) { "offloaded" } else { "inline" }
+            );
+        }
     }
     if let Some(vertices) = r["vertices"].as_array() {
         let _ = writeln!(s, "execution vertices");
@@ -318,7 +358,7 @@ fn text(r: &Value) -> String {
 }
 
 /// `1234567` -> `1,234,567`.
-fn group_digits(x: u64) -> String {
+pub(crate) fn group_digits(x: u64) -> String {
     let digits = x.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {

@@ -9,10 +9,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use conflux_deploy::{OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE, DEFAULT_OFFLOAD_THRESHOLD_NUM};
 use conflux_graph::load::LoadOptions;
 use conflux_graph::{flink_plan, generate, ResultPartitionType};
 
+mod blobs;
+mod descriptors;
 mod inspect;
+mod run;
 
 // The graph code allocates little, but a runtime embedding the CLI's job wants a fast allocator.
 #[global_allocator]
@@ -36,6 +40,8 @@ enum Command {
         #[command(subcommand)]
         job: GenerateJob,
     },
+    /// Run a job to its end on a simulated cluster with real descriptors and blobs (the main job).
+    Run(RunArgs),
     /// Expand a job (job graph JSON or Flink plan) and report its execution graph and regions.
     Inspect {
         /// Job graph JSON or Flink JSON plan (`-` for standard input).
@@ -49,7 +55,58 @@ enum Command {
         /// graphs only: refused above 1,000,000 listed partitions).
         #[arg(long)]
         detail: bool,
+        #[command(flatten)]
+        offload: OffloadArgs,
     },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Job graph JSON or Flink JSON plan (`-` for standard input).
+    file: PathBuf,
+    #[command(flatten)]
+    load: LoadArgs,
+    /// TaskManagers (default: as many as the job's slot demand needs).
+    #[arg(long)]
+    task_managers: Option<u32>,
+    /// Slots per TaskManager.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    slots: u32,
+    /// Seed of task durations and faults.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Chance that a deployed task fails while running (0..1).
+    #[arg(long, default_value_t = 0.0)]
+    task_failure_rate: f64,
+    /// Chance that a task with blocking inputs fails reading one (partition not found).
+    #[arg(long, default_value_t = 0.0)]
+    partition_not_found_rate: f64,
+    /// TaskManagers lost during the run (each replaced after 1 s).
+    #[arg(long, default_value_t = 0)]
+    task_manager_losses: u32,
+    /// Blob server restarts during the run.
+    #[arg(long, default_value_t = 0)]
+    blob_server_restarts: u32,
+    /// Restarts allowed before the job fails (exponential delay back-off, Flink 1.20 defaults).
+    #[arg(long, default_value_t = 100)]
+    restart_attempts: u32,
+    /// Failover strategy.
+    #[arg(long, value_enum, default_value_t = FailoverArg::Region)]
+    failover: FailoverArg,
+    #[command(flatten)]
+    offload: OffloadArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum FailoverArg {
+    Region,
+    Full,
 }
 
 #[derive(Subcommand)]
@@ -90,6 +147,46 @@ impl LoadArgs {
     }
 }
 
+/// Which shuffle descriptor groups go to the blob server.
+#[derive(clap::Args)]
+struct OffloadArgs {
+    /// `count`: descriptors x consumers >= threshold (Flink 1.18+, default 2048 x 2048);
+    /// `bytes`: compressed bytes >= threshold (Flink 1.14-1.17, default 1 MiB); `never`.
+    #[arg(long, value_enum, default_value_t = OffloadRuleArg::Count)]
+    offload_rule: OffloadRuleArg,
+    /// Threshold of the rule (a count, or bytes).
+    #[arg(long)]
+    offload_threshold: Option<u64>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum OffloadRuleArg {
+    Count,
+    Bytes,
+    Never,
+}
+
+impl OffloadArgs {
+    fn rule(&self) -> Result<OffloadRule, Failure> {
+        Ok(match self.offload_rule {
+            OffloadRuleArg::Count => OffloadRule::DescriptorCount {
+                threshold: self
+                    .offload_threshold
+                    .unwrap_or(DEFAULT_OFFLOAD_THRESHOLD_NUM),
+            },
+            OffloadRuleArg::Bytes => OffloadRule::CompressedBytes {
+                min_size: match self.offload_threshold {
+                    None => DEFAULT_OFFLOAD_MIN_SIZE,
+                    Some(n) => usize::try_from(n).map_err(|_| {
+                        Failure::Input(anyhow::anyhow!("--offload-threshold {n} is too large"))
+                    })?,
+                },
+            },
+            OffloadRuleArg::Never => OffloadRule::Never,
+        })
+    }
+}
+
 /// Report format.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
@@ -115,7 +212,6 @@ pub(crate) enum Failure {
     /// Invalid input or usage: exit 2.
     Input(anyhow::Error),
     /// The work failed: exit 1.
-    #[allow(dead_code)] // used by `conflux run` once the scheduler lands
     Work(anyhow::Error),
 }
 
@@ -129,16 +225,21 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let format = match &cli.command {
         Command::Inspect { format, .. } => *format,
+        Command::Run(args) => args.format,
         Command::Generate { .. } => Format::Text,
     };
     let result = match cli.command {
         Command::Generate { job } => run_generate(job),
+        Command::Run(args) => run_job(&args),
         Command::Inspect {
             file,
             load,
             format,
             detail,
-        } => inspect::run(&file, &load.options(), format, detail),
+            offload,
+        } => offload
+            .rule()
+            .and_then(|rule| inspect::run(&file, &load.options(), format, detail, rule)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -156,6 +257,55 @@ fn main() -> ExitCode {
             ExitCode::from(code)
         }
     }
+}
+
+fn run_job(args: &RunArgs) -> Result<(), Failure> {
+    for (name, rate) in [
+        ("--task-failure-rate", args.task_failure_rate),
+        ("--partition-not-found-rate", args.partition_not_found_rate),
+    ] {
+        if !(0.0..=1.0).contains(&rate) {
+            return Err(Failure::Input(anyhow::anyhow!(
+                "{name} {rate} is not between 0 and 1"
+            )));
+        }
+    }
+    let options = run::RunOptions {
+        task_managers: args.task_managers,
+        slots: args.slots,
+        seed: args.seed,
+        faults: conflux_scheduler::sim::Faults {
+            task_failure: args.task_failure_rate,
+            partition_not_found: args.partition_not_found_rate,
+            task_manager_losses: args.task_manager_losses,
+            blob_server_restarts: args.blob_server_restarts,
+        },
+        offload_rule: args.offload.rule()?,
+        restart_attempts: args.restart_attempts,
+        failover: match args.failover {
+            FailoverArg::Region => conflux_scheduler::FailoverStrategy::Region,
+            FailoverArg::Full => conflux_scheduler::FailoverStrategy::Full,
+        },
+        progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+    };
+    let blobs = blobs::EmbeddedBlobs::start().map_err(Failure::Work)?;
+    let blob_report = || {
+        let (server, durable, hits) = blobs.cache_totals();
+        serde_json::json!({
+            "url": blobs.url(),
+            "server_fetches": server,
+            "durable_fetches": durable,
+            "local_hits": hits,
+        })
+    };
+    run::run(
+        &args.file,
+        &args.load.options(),
+        &options,
+        &blobs,
+        &blob_report,
+        args.format,
+    )
 }
 
 fn run_generate(job: GenerateJob) -> Result<(), Failure> {

@@ -214,3 +214,75 @@ fn bad_input_exits_2_with_one_line_naming_the_problem() {
     let out = conflux(&["generate", "wordcount", "--parallelism", "0"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn inspect_reports_descriptor_sizes_and_offload_decisions() {
+    let file = "fixtures/jobs/wordcount-10k-blocking.json";
+    let out = conflux(&["inspect", file, "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d = &json_of(&out)["descriptors"];
+    assert_eq!(d["groups"], 1);
+    assert_eq!(d["descriptors"], 10_000);
+    assert_eq!(d["offloaded_groups"], 1, "10,000 x 10,000 >= 2048 x 2048");
+    let compressed = d["compressed_bytes"].as_u64().expect("bytes");
+    let raw = d["raw_bytes"].as_u64().expect("bytes");
+    assert!(
+        compressed <= 100 * 1024 && compressed * 4 < raw,
+        "raw {raw}, compressed {compressed}"
+    );
+    let group = &d["edges"][0]["listed_groups"][0];
+    assert_eq!(group["consumers"], 10_000);
+    assert_eq!(group["offloaded"], true);
+
+    // Flink 1.14's byte rule: ~47 KB stays below 1 MiB.
+    let out = conflux(&[
+        "inspect",
+        file,
+        "--format",
+        "json",
+        "--offload-rule",
+        "bytes",
+    ]);
+    assert_eq!(json_of(&out)["descriptors"]["offloaded_groups"], 0);
+    let out = conflux(&[
+        "inspect",
+        file,
+        "--format",
+        "json",
+        "--offload-rule",
+        "bytes",
+        "--offload-threshold",
+        "1000",
+    ]);
+    assert_eq!(json_of(&out)["descriptors"]["offloaded_groups"], 1);
+    let out = conflux(&[
+        "inspect",
+        file,
+        "--format",
+        "json",
+        "--offload-threshold",
+        "100000001",
+    ]);
+    assert_eq!(json_of(&out)["descriptors"]["offloaded_groups"], 0);
+
+    // Pointwise 3 -> 5: three groups of one descriptor each, far below any threshold.
+    let out = conflux(&[
+        "inspect",
+        "fixtures/jobs/small/pointwise-3-to-5-blocking.json",
+        "--format",
+        "json",
+    ]);
+    let d = &json_of(&out)["descriptors"];
+    assert_eq!(
+        (
+            d["groups"].as_u64(),
+            d["descriptors"].as_u64(),
+            d["offloaded_groups"].as_u64()
+        ),
+        (Some(3), Some(3), Some(0))
+    );
+}

@@ -1,0 +1,228 @@
+//! `conflux run`: the main job on the embedded defaults. Expands the job, then runs it to its end
+//! on a simulated cluster sized to it, with real deployment descriptors shipped through a blob
+//! server, and reports phase times, deployment and blob figures, handler stalls and peak RSS.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::anyhow;
+use conflux_deploy::OffloadRule;
+use conflux_graph::load::{self, LoadOptions};
+use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
+use conflux_scheduler::sim::{self, BlobEnvironment, Faults, SimulationConfig};
+use conflux_scheduler::{FailoverStrategy, JobStatus, RestartStrategy};
+use serde_json::{json, Value};
+
+use crate::{read_input, Failure, Format};
+
+/// The options of `conflux run` that shape the simulation.
+pub(crate) struct RunOptions {
+    pub(crate) task_managers: Option<u32>,
+    pub(crate) slots: u32,
+    pub(crate) seed: u64,
+    pub(crate) faults: Faults,
+    pub(crate) offload_rule: OffloadRule,
+    pub(crate) restart_attempts: u32,
+    pub(crate) failover: FailoverStrategy,
+    pub(crate) progress: bool,
+}
+
+pub(crate) fn run(
+    path: &Path,
+    load_options: &LoadOptions,
+    options: &RunOptions,
+    blobs: &dyn BlobEnvironment,
+    blob_report: &dyn Fn() -> Value,
+    format: Format,
+) -> Result<(), Failure> {
+    let start = Instant::now();
+    let bytes = read_input(path)?;
+    let (json, _) = load::parse(&bytes, load_options).map_err(Failure::input)?;
+    let job = JobGraph::from_json(&json).map_err(Failure::input)?;
+    let parsed = Instant::now();
+    let graph = Arc::new(ExecutionGraph::build(job).map_err(Failure::input)?);
+    let built = Instant::now();
+    let regions = Arc::new(PipelinedRegions::compute(&graph).map_err(Failure::input)?);
+    let regions_done = Instant::now();
+
+    let mut config = SimulationConfig::for_job_type(graph.job_graph().job_type());
+    config.task_managers = options.task_managers;
+    config.slots_per_task_manager = options.slots;
+    config.seed = options.seed;
+    config.faults = options.faults;
+    config.deployment.offload_rule = options.offload_rule;
+    config.scheduler.failover = options.failover;
+    config.scheduler.restart = RestartStrategy::exponential_default(options.restart_attempts);
+
+    let total = u64::from(graph.num_execution_vertices());
+    let bar = options.progress.then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {bar:40} {pos}/{len} tasks finished ({elapsed})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let mut progress = |done: u64, _total: u64| {
+        if let Some(bar) = &bar {
+            if done % 256 == 0 || done == total {
+                bar.set_position(done);
+            }
+        }
+    };
+    let report = sim::simulate(
+        Arc::clone(&graph),
+        Arc::clone(&regions),
+        &config,
+        blobs,
+        &mut progress,
+    )
+    .map_err(|e| Failure::Work(anyhow!(e)))?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let done = Instant::now();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+
+    let fetches: u64 = report
+        .task_managers
+        .iter()
+        .map(|(_, s)| s.blob_fetches)
+        .sum();
+    let hits: u64 = report.task_managers.iter().map(|(_, s)| s.cache_hits).sum();
+    let simulation_ms = ms(report.run_wall);
+    let mut out = json!({
+        "job": graph.job_graph().name(),
+        "status": report.status.as_str(),
+        "failure_reason": report.failure_reason,
+        "wall_ms": {
+            "parse": ms(parsed - start),
+            "graph": ms(built - parsed),
+            "regions": ms(regions_done - built),
+            "descriptors": ms(report.descriptor_wall),
+            "deployment": ms(report.task_manager_load_wall),
+            "run": (simulation_ms - ms(report.descriptor_wall) - ms(report.task_manager_load_wall)).max(0.0),
+            "total": ms(done - start),
+        },
+        "tasks": total,
+        "tasks_deployed": report.tasks_deployed,
+        "restarts": report.restarts,
+        "scheduler_events": report.events,
+        "virtual_ms": report.virtual_ms,
+        "max_handler_stall_ms": ms(report.max_handler_stall),
+        "peak_rss_bytes": peak_rss_bytes(),
+        "trace_digest": format!("{:016x}", report.trace_digest),
+        "seed": options.seed,
+        "task_managers": report.task_managers.len(),
+        "descriptors": {
+            "offload_rule": crate::descriptors::describe(options.offload_rule),
+            "groups_serialized": report.deployment.groups_serialized,
+            "cache_hits": report.deployment.cache_hits,
+            "cache_misses": report.deployment.cache_misses,
+            "raw_bytes": report.deployment.raw_bytes,
+            "inline_bytes": report.deployment.inline_bytes,
+            "offloaded_bytes": report.deployment.offloaded_bytes,
+            "blobs_uploaded": report.deployment.blobs_uploaded,
+            "upload_failures": report.deployment.upload_failures,
+            "blobs_deleted": report.deployment.blobs_deleted,
+        },
+        "blob_fetches": fetches,
+        "blob_cache_hits": hits,
+        "per_task_manager": report.task_managers.iter().map(|(tm, s)| json!({
+            "id": tm.to_string(), "tasks": s.tasks, "blob_fetches": s.blob_fetches, "cache_hits": s.cache_hits,
+        })).collect::<Vec<_>>(),
+        "faults_injected": {
+            "task_failures": report.faults_injected.0,
+            "partition_not_found": report.faults_injected.1,
+            "task_manager_losses": report.faults_injected.2,
+            "blob_server_restarts": report.faults_injected.3,
+        },
+    });
+    out["blob_server"] = blob_report();
+    let text = match format {
+        Format::Json => {
+            serde_json::to_string_pretty(&out).map_err(|e| Failure::Work(e.into()))? + "\n"
+        }
+        Format::Text => render(&out),
+    };
+    print!("{text}");
+    match report.status {
+        JobStatus::Finished => Ok(()),
+        status => Err(Failure::Work(anyhow!(
+            "the job ended {}{}",
+            status.as_str(),
+            report
+                .failure_reason
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default()
+        ))),
+    }
+}
+
+/// Peak resident set size of this process (Linux `VmHWM`), bytes; 0 where unknown.
+fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|kb| kb.parse::<u64>().ok())
+            })
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn render(r: &Value) -> String {
+    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let n = |v: &Value| crate::inspect::group_digits(v.as_u64().unwrap_or(0));
+    let w = &r["wall_ms"];
+    let d = &r["descriptors"];
+    let mut s = String::new();
+    let _ = writeln!(s, "job {} {}", r["job"], r["status"].as_str().unwrap_or(""));
+    if let Some(reason) = r["failure_reason"].as_str() {
+        let _ = writeln!(s, "  reason: {reason}");
+    }
+    let _ = writeln!(
+        s,
+        "  wall time            parse {:.1} ms, graph {:.1} ms, regions {:.1} ms, descriptors {:.1} ms, deployment {:.1} ms, run {:.1} ms, total {:.1} ms",
+        f(&w["parse"]), f(&w["graph"]), f(&w["regions"]), f(&w["descriptors"]), f(&w["deployment"]), f(&w["run"]), f(&w["total"])
+    );
+    let _ = writeln!(s, "  tasks                {} deployed for {} tasks, {} restart(s), {} scheduler events, {} virtual ms", n(&r["tasks_deployed"]), n(&r["tasks"]), n(&r["restarts"]), n(&r["scheduler_events"]), n(&r["virtual_ms"]));
+    let _ = writeln!(s, "  descriptors          {} group(s) serialised, {} bytes raw, {} inline, {} offloaded in {} blob(s) [offload when {}]", n(&d["groups_serialized"]), n(&d["raw_bytes"]), n(&d["inline_bytes"]), n(&d["offloaded_bytes"]), n(&d["blobs_uploaded"]), d["offload_rule"].as_str().unwrap_or(""));
+    let per_tm = r["per_task_manager"].as_array().map_or(0, Vec::len);
+    let _ = writeln!(
+        s,
+        "  blobs                {} fetch(es) and {} cache hit(s) over {} TaskManager(s)",
+        n(&r["blob_fetches"]),
+        n(&r["blob_cache_hits"]),
+        per_tm
+    );
+    let b = &r["blob_server"];
+    if let Some(url) = b["url"].as_str() {
+        let _ = writeln!(s, "  blob server          {url}: caches fetched {} blob(s) from the durable store, {} from the server, {} local hit(s)", n(&b["durable_fetches"]), n(&b["server_fetches"]), n(&b["local_hits"]));
+    }
+    let _ = writeln!(
+        s,
+        "  longest handler call {:.3} ms",
+        f(&r["max_handler_stall_ms"])
+    );
+    let _ = writeln!(
+        s,
+        "  peak RSS             {:.1} MiB",
+        f(&r["peak_rss_bytes"]) / (1024.0 * 1024.0)
+    );
+    let _ = writeln!(
+        s,
+        "  trace digest         {} (seed {})",
+        r["trace_digest"].as_str().unwrap_or(""),
+        r["seed"]
+    );
+    let fi = &r["faults_injected"];
+    let _ = writeln!(s, "  faults injected      {} task failure(s), {} partition-not-found, {} TaskManager loss(es), {} blob server restart(s)", n(&fi["task_failures"]), n(&fi["partition_not_found"]), n(&fi["task_manager_losses"]), n(&fi["blob_server_restarts"]));
+    s
+}

@@ -1,0 +1,517 @@
+//! A cluster simulator: drives the [`Scheduler`] core with virtual time, N TaskManagers of S
+//! slots, seeded task durations and seeded faults, builds real deployment descriptors for every
+//! deployed task (in batches on rayon, outside the event handler), and has every TaskManager
+//! load its tasks' input gates through its own blob reader and descriptor cache.
+//!
+//! The same seed gives the same run: the scheduler's [`trace_digest`](Scheduler::trace_digest)
+//! is equal.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use conflux_blob::{BlobReader, BlobWriter, JobId};
+use conflux_deploy::{
+    load_input_gate, DeploymentConfig, DeploymentStats, ExecutionAttemptId, SharedDecodedGroups,
+    ShuffleDescriptorsCache, TaskDeploymentDescriptor, TaskDeploymentDescriptorFactory,
+    TaskManagerId, TaskManagerLocation,
+};
+use conflux_graph::{
+    ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, PipelinedRegions,
+};
+use rayon::prelude::*;
+
+use crate::{Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig};
+
+/// Where the simulated cluster's blobs live: a writer for the JobManager and one reader per
+/// TaskManager (its blob cache).
+pub trait BlobEnvironment: Send + Sync {
+    /// The JobManager's writer (the blob server).
+    fn writer(&self) -> Arc<dyn BlobWriter>;
+    /// The blob cache of a TaskManager, created on first use.
+    fn reader(&self, task_manager: TaskManagerId) -> Arc<dyn BlobReader>;
+    /// Restarts the blob server (a fault); blobs must survive through the durable store.
+    ///
+    /// # Errors
+    /// A message when the restart failed.
+    fn restart_server(&self) -> Result<(), String>;
+}
+
+/// An environment over one in-memory store (no server), for tests.
+#[derive(Debug, Default)]
+pub struct MemoryBlobEnvironment {
+    store: Arc<conflux_blob::MemoryBlobStore>,
+}
+
+impl MemoryBlobEnvironment {
+    /// A fresh environment.
+    pub fn new() -> MemoryBlobEnvironment {
+        MemoryBlobEnvironment::default()
+    }
+}
+
+impl BlobEnvironment for MemoryBlobEnvironment {
+    fn writer(&self) -> Arc<dyn BlobWriter> {
+        self.store.clone()
+    }
+    fn reader(&self, _: TaskManagerId) -> Arc<dyn BlobReader> {
+        self.store.clone()
+    }
+    fn restart_server(&self) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// Seeded faults. Probabilities are per deployed attempt.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Faults {
+    /// Chance that an attempt fails while it runs.
+    pub task_failure: f64,
+    /// Chance that an attempt with blocking inputs fails reading one of them (partition not
+    /// found).
+    pub partition_not_found: f64,
+    /// TaskManagers lost during the run (each replaced by a new one after 1 s).
+    pub task_manager_losses: u32,
+    /// Blob server restarts during the run.
+    pub blob_server_restarts: u32,
+}
+
+/// Settings of a simulation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SimulationConfig {
+    /// TaskManagers; `None`: as many as the slot demand needs.
+    pub task_managers: Option<u32>,
+    /// Slots per TaskManager (default 10).
+    pub slots_per_task_manager: u32,
+    /// Seed of durations and faults.
+    pub seed: u64,
+    /// Task durations are drawn uniformly from this range, virtual ms.
+    pub task_duration_ms: (u64, u64),
+    /// Faults to inject.
+    pub faults: Faults,
+    /// The scheduler's settings.
+    pub scheduler: SchedulerConfig,
+    /// The deployment settings (offload rule, ...).
+    pub deployment: DeploymentConfig,
+    /// Stop (and report RUNNING) after this much virtual time.
+    pub max_virtual_ms: u64,
+}
+
+impl SimulationConfig {
+    /// Defaults for a job type: 10 slots per TaskManager, durations 1-2 s, no faults.
+    pub fn for_job_type(job_type: conflux_graph::JobType) -> SimulationConfig {
+        SimulationConfig {
+            task_managers: None,
+            slots_per_task_manager: 10,
+            seed: 0,
+            task_duration_ms: (1_000, 2_000),
+            faults: Faults::default(),
+            scheduler: SchedulerConfig::default(),
+            deployment: DeploymentConfig::for_job_type(job_type),
+            max_virtual_ms: 30 * 24 * 3_600_000,
+        }
+    }
+}
+
+/// Per TaskManager descriptor cache counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskManagerStats {
+    /// Tasks deployed there.
+    pub tasks: u64,
+    /// Offloaded descriptor groups fetched through the blob reader.
+    pub blob_fetches: u64,
+    /// Offloaded groups served by the TaskManager's descriptor cache.
+    pub cache_hits: u64,
+}
+
+/// What a simulation did.
+#[derive(Clone, Debug)]
+pub struct SimulationReport {
+    /// Final job status.
+    pub status: JobStatus,
+    /// Why it failed, if it did.
+    pub failure_reason: Option<String>,
+    /// Attempts deployed (restarts included).
+    pub tasks_deployed: u64,
+    /// Restarts granted by the restart strategy.
+    pub restarts: u32,
+    /// Events handled by the scheduler.
+    pub events: u64,
+    /// Longest single `Scheduler::handle` call (wall time).
+    pub max_handler_stall: Duration,
+    /// Wall time spent building TDDs (JobManager side).
+    pub descriptor_wall: Duration,
+    /// Wall time TaskManagers spent loading input gates (fetch + decode).
+    pub task_manager_load_wall: Duration,
+    /// Wall time of the whole simulation.
+    pub run_wall: Duration,
+    /// Virtual time at the end, ms.
+    pub virtual_ms: u64,
+    /// The scheduler's trace digest.
+    pub trace_digest: u64,
+    /// Descriptor factory counters.
+    pub deployment: DeploymentStats,
+    /// Per TaskManager, by id.
+    pub task_managers: Vec<(TaskManagerId, TaskManagerStats)>,
+    /// Faults injected: task failures, partition-not-found failures, TaskManager losses, blob
+    /// server restarts.
+    pub faults_injected: (u64, u64, u64, u64),
+}
+
+/// SplitMix64: a tiny, well-known seeded generator, enough for durations and faults.
+#[derive(Clone, Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next() % n
+        }
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+    }
+
+    fn between(&mut self, (lo, hi): (u64, u64)) -> u64 {
+        lo + self.below(hi.saturating_sub(lo) + 1)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum SimEvent {
+    Running(ExecutionAttemptId),
+    Finished(ExecutionAttemptId),
+    Failed(ExecutionAttemptId, Option<IntermediateResultPartitionId>),
+    LoseTaskManager,
+    RegisterTaskManager(u32),
+    RestartBlobServer,
+    Tick,
+}
+
+/// The slots a job needs: per slot sharing group, its largest parallelism.
+pub fn slot_demand(graph: &ExecutionGraph) -> u32 {
+    let mut by_group: HashMap<&str, u32> = HashMap::new();
+    for v in graph.job_graph().vertices() {
+        let e = by_group.entry(v.slot_sharing_group.as_str()).or_default();
+        *e = (*e).max(v.parallelism);
+    }
+    by_group.values().sum()
+}
+
+fn location(tm: u32) -> TaskManagerLocation {
+    TaskManagerLocation {
+        id: TaskManagerId(tm),
+        data_address: SocketAddr::from((Ipv4Addr::from(0x0a00_0000 | (tm & 0x00ff_ffff)), 6121)),
+    }
+}
+
+struct TaskManagerSide {
+    reader: Arc<dyn BlobReader>,
+    cache: ShuffleDescriptorsCache,
+    stats: TaskManagerStats,
+}
+
+/// Runs a job to its end (or `max_virtual_ms`). `on_progress(finished, total)` is called as
+/// tasks finish.
+///
+/// # Errors
+/// A message when descriptors cannot be built or loaded, or the scheduler refuses an event (a
+/// bug: the simulator only sends valid events).
+pub fn simulate(
+    graph: Arc<ExecutionGraph>,
+    regions: Arc<PipelinedRegions>,
+    config: &SimulationConfig,
+    blobs: &dyn BlobEnvironment,
+    on_progress: &mut dyn FnMut(u64, u64),
+) -> Result<SimulationReport, String> {
+    let started = Instant::now();
+    let mut rng = Rng(config.seed);
+    let mut scheduler = Scheduler::new(Arc::clone(&graph), Arc::clone(&regions), config.scheduler);
+    let job_id = job_id_of(config.seed);
+    let mut factory =
+        TaskDeploymentDescriptorFactory::new(&graph, job_id, config.deployment, blobs.writer())
+            .map_err(|e| e.to_string())?;
+
+    let slots = config.slots_per_task_manager.max(1);
+    let task_managers = config
+        .task_managers
+        .unwrap_or_else(|| slot_demand(&graph).div_ceil(slots))
+        .max(1);
+    let mut next_tm = task_managers;
+    let mut alive: Vec<u32> = (0..task_managers).collect();
+    let mut tm_side: HashMap<u32, TaskManagerSide> = HashMap::new();
+    // A thousand TaskManagers in one process: each fetches and decodes, identical groups are
+    // held once.
+    let shared_decoded = Arc::new(SharedDecodedGroups::new());
+
+    let mut queue: BinaryHeap<Reverse<(u64, u64, SimEvent)>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut push = |queue: &mut BinaryHeap<Reverse<(u64, u64, SimEvent)>>, at: u64, e: SimEvent| {
+        seq += 1;
+        queue.push(Reverse((at, seq, e)));
+    };
+
+    // Faults spread over the first stretch of the run.
+    let horizon = config.task_duration_ms.1.max(1) * 2;
+    for _ in 0..config.faults.task_manager_losses {
+        let at = rng.between((1, horizon));
+        push(&mut queue, at, SimEvent::LoseTaskManager);
+    }
+    for _ in 0..config.faults.blob_server_restarts {
+        let at = rng.between((1, horizon));
+        push(&mut queue, at, SimEvent::RestartBlobServer);
+    }
+
+    let mut report = SimulationReport {
+        status: JobStatus::Created,
+        failure_reason: None,
+        tasks_deployed: 0,
+        restarts: 0,
+        events: 0,
+        max_handler_stall: Duration::ZERO,
+        descriptor_wall: Duration::ZERO,
+        task_manager_load_wall: Duration::ZERO,
+        run_wall: Duration::ZERO,
+        virtual_ms: 0,
+        trace_digest: 0,
+        deployment: DeploymentStats::default(),
+        task_managers: Vec::new(),
+        faults_injected: (0, 0, 0, 0),
+    };
+    let total = u64::from(graph.num_execution_vertices());
+    let mut finished = 0u64;
+    let mut now = 0u64;
+    let mut tick_at: Option<u64> = None;
+
+    let mut events: Vec<Event> = (0..task_managers)
+        .map(|tm| Event::TaskManagerRegistered {
+            location: location(tm),
+            slots,
+        })
+        .collect();
+    events.push(Event::Start);
+    loop {
+        for event in events.drain(..) {
+            let call = Instant::now();
+            let commands = scheduler
+                .handle(now, event)
+                .map_err(|e| format!("bug: {e}"))?;
+            report.max_handler_stall = report.max_handler_stall.max(call.elapsed());
+            let mut deploys = Vec::new();
+            for c in commands {
+                match c {
+                    Command::Deploy { tasks, .. } => deploys.extend(tasks),
+                    Command::ResetVertices(vertices) => {
+                        for v in vertices {
+                            for p in graph.produced_partitions(v) {
+                                factory.on_producer_reset(&graph, p);
+                            }
+                        }
+                    }
+                    Command::ReleaseGroup { group, .. } => factory.on_group_released(group),
+                    Command::JobStatus { status, .. } if status.is_terminal() => factory.clear(),
+                    _ => {}
+                }
+            }
+            if deploys.is_empty() {
+                continue;
+            }
+            // JobManager side: prepare the groups (cached after the first), then build all TDDs
+            // of the batch in parallel.
+            let t = Instant::now();
+            for (a, _) in &deploys {
+                factory
+                    .prepare_groups(&graph, ExecutionVertexIndex(a.vertex), &scheduler)
+                    .map_err(|e| e.to_string())?;
+            }
+            let tdds: Vec<TaskDeploymentDescriptor> = deploys
+                .par_iter()
+                .map(|(a, slot)| factory.create(&graph, *a, *slot))
+                .collect::<Result<_, _>>()
+                .map_err(|e| e.to_string())?;
+            report.descriptor_wall += t.elapsed();
+            report.tasks_deployed += tdds.len() as u64;
+
+            // TaskManager side: each loads its tasks' input gates.
+            let t = Instant::now();
+            for tdd in &tdds {
+                let tm = tdd.allocation.task_manager;
+                let side = tm_side.entry(tm.0).or_insert_with(|| TaskManagerSide {
+                    reader: blobs.reader(tm),
+                    cache: ShuffleDescriptorsCache::with_shared_decoded(
+                        conflux_deploy::DEFAULT_CACHE_BYTES,
+                        Arc::clone(&shared_decoded),
+                    ),
+                    stats: TaskManagerStats::default(),
+                });
+                side.stats.tasks += 1;
+                for gate in &tdd.input_gates {
+                    if gate.descriptor_groups.iter().any(|g| g.is_offloaded()) {
+                        let before = side.cache.stats();
+                        load_input_gate(gate, job_id, side.reader.as_ref(), &mut side.cache)
+                            .map_err(|e| format!("TaskManager {tm}: {e}"))?;
+                        let after = side.cache.stats();
+                        side.stats.blob_fetches += after.misses - before.misses;
+                        side.stats.cache_hits += after.hits - before.hits;
+                    }
+                }
+            }
+            report.task_manager_load_wall += t.elapsed();
+
+            // Durations: pipelined consumers cannot finish before their producers.
+            let mut finish_at: HashMap<u32, u64> = HashMap::with_capacity(tdds.len());
+            let mut group_finish: HashMap<u32, u64> = HashMap::new();
+            for tdd in &tdds {
+                let a = tdd.execution_attempt;
+                let mut at = now + 1 + rng.between(config.task_duration_ms);
+                for gate in &tdd.input_gates {
+                    if !gate.partition_type.must_be_pipelined_consumed() {
+                        continue;
+                    }
+                    let bound = *group_finish.entry(gate.group.0).or_insert_with(|| {
+                        let group = graph.consumed_partition_group(gate.group);
+                        let producers = graph
+                            .execution_vertices_of(
+                                graph.job_graph().data_set(group.result).producer,
+                            )
+                            .start;
+                        group
+                            .partitions
+                            .map(|p| finish_at.get(&(producers + p)).copied().unwrap_or(0))
+                            .max()
+                            .unwrap_or(0)
+                    });
+                    at = at.max(bound + 1);
+                }
+                finish_at.insert(a.vertex, at);
+                push(&mut queue, now + 1, SimEvent::Running(a));
+                let blocking_input = tdd
+                    .input_gates
+                    .iter()
+                    .find(|g| g.partition_type.is_blocking_or_blocking_persistent());
+                if rng.chance(config.faults.task_failure) {
+                    let when = now + 1 + rng.below(at - now);
+                    push(&mut queue, when, SimEvent::Failed(a, None));
+                    report.faults_injected.0 += 1;
+                } else if let (Some(gate), true) = (
+                    blocking_input,
+                    rng.chance(config.faults.partition_not_found),
+                ) {
+                    let group = graph.consumed_partition_group(gate.group);
+                    let p = group.partitions.start
+                        + u32::try_from(
+                            rng.below(u64::from(group.partitions.end - group.partitions.start)),
+                        )
+                        .unwrap_or(0);
+                    let partition = IntermediateResultPartitionId {
+                        result: group.result,
+                        partition: p,
+                    };
+                    push(&mut queue, now + 2, SimEvent::Failed(a, Some(partition)));
+                    report.faults_injected.1 += 1;
+                } else {
+                    push(&mut queue, at, SimEvent::Finished(a));
+                }
+            }
+        }
+        if scheduler.status().is_terminal() {
+            break;
+        }
+        if let Some(t) = scheduler.next_timer() {
+            let t = t.max(now);
+            if tick_at.is_none_or(|at| t < at) {
+                tick_at = Some(t);
+                push(&mut queue, t, SimEvent::Tick);
+            }
+        }
+        let Some(Reverse((at, _, e))) = queue.pop() else {
+            break;
+        };
+        if at > config.max_virtual_ms {
+            break;
+        }
+        now = at;
+        match e {
+            SimEvent::Running(a) => events.push(Event::TaskRunning(a)),
+            SimEvent::Finished(a) => {
+                if scheduler.attempt(ExecutionVertexIndex(a.vertex)) == a {
+                    finished += 1;
+                    on_progress(finished.min(total), total);
+                }
+                events.push(Event::TaskFinished(a));
+            }
+            SimEvent::Failed(a, partition) => events.push(Event::TaskFailed(
+                a,
+                partition.map_or(FailureCause::Task, FailureCause::PartitionNotFound),
+            )),
+            SimEvent::LoseTaskManager => {
+                if alive.len() > 1 {
+                    let i = usize::try_from(rng.below(alive.len() as u64)).unwrap_or(0);
+                    let tm = alive.swap_remove(i);
+                    events.push(Event::TaskManagerLost(TaskManagerId(tm)));
+                    push(
+                        &mut queue,
+                        now + 1_000,
+                        SimEvent::RegisterTaskManager(next_tm),
+                    );
+                    next_tm += 1;
+                    report.faults_injected.2 += 1;
+                }
+            }
+            SimEvent::RegisterTaskManager(tm) => {
+                alive.push(tm);
+                events.push(Event::TaskManagerRegistered {
+                    location: location(tm),
+                    slots,
+                });
+            }
+            SimEvent::RestartBlobServer => {
+                blobs.restart_server()?;
+                report.faults_injected.3 += 1;
+            }
+            SimEvent::Tick => {
+                if tick_at == Some(now) {
+                    tick_at = None;
+                }
+                events.push(Event::Tick);
+            }
+        }
+    }
+
+    report.status = scheduler.status();
+    report.failure_reason = scheduler.failure_reason().map(str::to_owned);
+    report.restarts = scheduler.restarts();
+    report.events = scheduler.events_handled();
+    report.trace_digest = scheduler.trace_digest();
+    report.virtual_ms = now;
+    report.deployment = factory.stats();
+    let mut tms: Vec<(TaskManagerId, TaskManagerStats)> = tm_side
+        .into_iter()
+        .map(|(tm, side)| (TaskManagerId(tm), side.stats))
+        .collect();
+    tms.sort_by_key(|(tm, _)| *tm);
+    report.task_managers = tms;
+    report.run_wall = started.elapsed();
+    Ok(report)
+}
+
+/// A stable job id derived from the seed.
+pub fn job_id_of(seed: u64) -> JobId {
+    let digest = conflux_blob::Digest::of(&seed.to_le_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&digest.0[..16]);
+    JobId(out)
+}

@@ -1,0 +1,6 @@
+//! Integration tests of `conflux-scheduler`, one binary with a module per area.
+
+// Test graphs are tiny: index casts cannot truncate.
+#![allow(clippy::cast_possible_truncation)]
+
+mod replay;

@@ -127,7 +127,8 @@ fn report_sizes() {
                 .collect(),
             indices: None,
         };
-        let raw = conflux_deploy::wire::payload(&group).expect("encode");
+        let msgpack = conflux_deploy::wire::payload(&group).expect("encode").len();
+        let raw = conflux_deploy::wire::descriptor_group_payload(&group);
         let mut deflate =
             flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
         deflate.write_all(&raw).expect("deflate");
@@ -138,7 +139,8 @@ fn report_sizes() {
             .sum::<usize>()
             + tdds.capacity() * std::mem::size_of::<TaskDeploymentDescriptor>();
         println!(
-            "  N={n:>6}: raw {} B, zstd {} B ({:.1}% of raw, {:.1}x), DEFLATE {} B ({:.1}x); zstd/DEFLATE = {:.2}; \
+            "  N={n:>6}: columnar raw {} B (MessagePack would be {msgpack} B), zstd {} B framed ({:.1}% of raw, {:.1}x), \
+             DEFLATE of the same raw bytes {} B ({:.1}x); zstd/DEFLATE = {:.2}; \
              offloaded groups {}, blob bytes {} B; heap of all TDDs + factory + blob store {} B ({:.0} B per task beyond the group), TDD-owned {} B",
             stats.raw_bytes,
             compressed,

@@ -42,6 +42,21 @@ enum Command {
     },
     /// Run a job to its end on a simulated cluster with real descriptors and blobs (the main job).
     Run(RunArgs),
+    /// Replay a script of task events on a (small) job and list deploys, restarts, releases.
+    Simulate {
+        /// Job graph JSON or Flink JSON plan.
+        file: PathBuf,
+        /// The script (DESIGN §6 / README): task managers and events.
+        #[arg(long)]
+        script: PathBuf,
+        #[command(flatten)]
+        load: LoadArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Run a blob server until interrupted.
+    BlobServer(BlobServerArgs),
     /// Expand a job (job graph JSON or Flink plan) and report its execution graph and regions.
     Inspect {
         /// Job graph JSON or Flink JSON plan (`-` for standard input).
@@ -101,6 +116,40 @@ struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct BlobServerArgs {
+    /// Storage directory (local files); created if missing.
+    #[arg(long)]
+    storage_dir: PathBuf,
+    /// Listen address; port 0 picks a free port.
+    #[arg(long, default_value = "127.0.0.1:6124")]
+    address: std::net::SocketAddr,
+    /// Durable copy in this local directory (default: <storage-dir>/durable).
+    #[arg(long, conflicts_with = "s3_bucket")]
+    durable_dir: Option<PathBuf>,
+    /// Durable copy in this S3 bucket instead (S3-compatible; see the --s3-* options).
+    #[arg(long, requires_all = ["s3_access_key", "s3_secret_key"])]
+    s3_bucket: Option<String>,
+    /// S3 endpoint, e.g. http://127.0.0.1:9000 (default: AWS).
+    #[arg(long)]
+    s3_endpoint: Option<String>,
+    /// S3 access key id.
+    #[arg(long)]
+    s3_access_key: Option<String>,
+    /// S3 secret access key.
+    #[arg(long)]
+    s3_secret_key: Option<String>,
+    /// S3 region.
+    #[arg(long, default_value = "us-east-1")]
+    s3_region: String,
+    /// Require `Authorization: Bearer <token>` on blob requests.
+    #[arg(long)]
+    auth_token: Option<String>,
+    /// Largest upload accepted, bytes.
+    #[arg(long, default_value_t = 1 << 30)]
+    max_blob_bytes: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -213,6 +262,9 @@ pub(crate) enum Failure {
     Input(anyhow::Error),
     /// The work failed: exit 1.
     Work(anyhow::Error),
+    /// The work failed and its report (with the failure in it) is already on stdout: exit 1,
+    /// the message on stderr only.
+    Reported(anyhow::Error),
 }
 
 impl Failure {
@@ -226,11 +278,20 @@ fn main() -> ExitCode {
     let format = match &cli.command {
         Command::Inspect { format, .. } => *format,
         Command::Run(args) => args.format,
+        Command::Simulate { format, .. } => *format,
+        Command::BlobServer(_) => Format::Text,
         Command::Generate { .. } => Format::Text,
     };
     let result = match cli.command {
         Command::Generate { job } => run_generate(job),
         Command::Run(args) => run_job(&args),
+        Command::Simulate {
+            file,
+            script,
+            load,
+            format,
+        } => simulate(&file, &script, &load.options(), format),
+        Command::BlobServer(args) => blob_server(&args),
         Command::Inspect {
             file,
             load,
@@ -244,14 +305,14 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            let (code, error) = match failure {
-                Failure::Input(e) => (2, e),
-                Failure::Work(e) => (1, e),
+            let (code, error, reported) = match failure {
+                Failure::Input(e) => (2, e, false),
+                Failure::Work(e) => (1, e, false),
+                Failure::Reported(e) => (1, e, true),
             };
-            // One line: the error and its causes, joined.
-            let message = format!("{error:#}");
+            let message = one_line(&error);
             eprintln!("error: {message}");
-            if format == Format::Json {
+            if format == Format::Json && !reported {
                 println!("{}", serde_json::json!({ "error": message }));
             }
             ExitCode::from(code)
@@ -308,6 +369,78 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
     )
 }
 
+fn simulate(
+    file: &std::path::Path,
+    script: &std::path::Path,
+    options: &LoadOptions,
+    format: Format,
+) -> Result<(), Failure> {
+    use std::sync::Arc;
+    let bytes = read_input(file)?;
+    let job = conflux_graph::load::load(&bytes, options).map_err(Failure::input)?;
+    let graph = Arc::new(conflux_graph::ExecutionGraph::build(job).map_err(Failure::input)?);
+    let regions =
+        Arc::new(conflux_graph::PipelinedRegions::compute(&graph).map_err(Failure::input)?);
+    let script_bytes = read_input(script)?;
+    let script = conflux_scheduler::script::Script::parse(&script_bytes).map_err(Failure::input)?;
+    let out = conflux_scheduler::script::replay(graph, regions, &script).map_err(Failure::input)?;
+    match format {
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&out).map_err(|e| Failure::Work(e.into()))?
+        ),
+        Format::Text => {
+            for entry in &out.timeline {
+                let at = if entry.event < 0 {
+                    "start".to_owned()
+                } else {
+                    format!("event {}", entry.event)
+                };
+                let (what, names) = match &entry.what {
+                    conflux_scheduler::script::TimelineKind::Deploy(v) => ("deploy", v),
+                    conflux_scheduler::script::TimelineKind::Restart(v) => ("restart", v),
+                    conflux_scheduler::script::TimelineKind::Release(v) => ("release", v),
+                };
+                println!("{at:>9}  {what:<7} {}", names.join(" "));
+            }
+            println!("status {}", out.status);
+        }
+    }
+    Ok(())
+}
+
+fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
+    use conflux_blob::{BlobServer, BlobServerConfig, DurableStoreConfig, S3Config};
+    let mut config = BlobServerConfig::new(&args.storage_dir);
+    config.address = args.address;
+    config.auth_token.clone_from(&args.auth_token);
+    config.max_blob_bytes = args.max_blob_bytes;
+    if let Some(dir) = &args.durable_dir {
+        config.durable = DurableStoreConfig::Local { dir: dir.clone() };
+    }
+    if let (Some(bucket), Some(key), Some(secret)) =
+        (&args.s3_bucket, &args.s3_access_key, &args.s3_secret_key)
+    {
+        let mut s3 = S3Config::new(bucket.clone(), key.clone(), secret.clone());
+        s3.endpoint.clone_from(&args.s3_endpoint);
+        s3.region.clone_from(&args.s3_region);
+        s3.allow_http = args
+            .s3_endpoint
+            .as_deref()
+            .is_some_and(|e| e.starts_with("http://"));
+        config.durable = DurableStoreConfig::S3(s3);
+    }
+    let server = BlobServer::start_blocking(config).map_err(Failure::input)?;
+    eprintln!(
+        "blob server listening on {} (storage {}); Ctrl-C stops it",
+        server.url(),
+        args.storage_dir.display()
+    );
+    loop {
+        std::thread::park();
+    }
+}
+
 fn run_generate(job: GenerateJob) -> Result<(), Failure> {
     match job {
         GenerateJob::Wordcount {
@@ -330,6 +463,20 @@ fn run_generate(job: GenerateJob) -> Result<(), Failure> {
             }
         }
     }
+}
+
+/// The error and its causes on one line, skipping a cause the message already quotes (library
+/// errors often include their source in their own message).
+fn one_line(error: &anyhow::Error) -> String {
+    let mut message = error.to_string();
+    for cause in error.chain().skip(1) {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+    }
+    message.replace('\n', " ")
 }
 
 /// Reads a file, or standard input for `-`.

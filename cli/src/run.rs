@@ -67,13 +67,17 @@ pub(crate) fn run(
         );
         bar
     });
-    let mut progress = |done: u64, _total: u64| {
-        if let Some(bar) = &bar {
-            if done % 256 == 0 || done == total {
-                bar.set_position(done);
+    struct Progress<'a>(Option<&'a indicatif::ProgressBar>, u64);
+    impl sim::Observer for Progress<'_> {
+        fn on_progress(&mut self, done: u64, _total: u64) {
+            if let Some(bar) = self.0 {
+                if done % 256 == 0 || done == self.1 {
+                    bar.set_position(done);
+                }
             }
         }
-    };
+    }
+    let mut progress = Progress(bar.as_ref(), total);
     let report = sim::simulate(
         Arc::clone(&graph),
         Arc::clone(&regions),
@@ -152,7 +156,7 @@ pub(crate) fn run(
     print!("{text}");
     match report.status {
         JobStatus::Finished => Ok(()),
-        status => Err(Failure::Work(anyhow!(
+        status => Err(Failure::Reported(anyhow!(
             "the job ended {}{}",
             status.as_str(),
             report

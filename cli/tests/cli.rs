@@ -286,3 +286,172 @@ fn inspect_reports_descriptor_sizes_and_offload_decisions() {
         (Some(3), Some(3), Some(0))
     );
 }
+
+#[test]
+fn run_finishes_the_10k_word_count_and_reports_the_contract_keys() {
+    let out = conflux(&[
+        "run",
+        "fixtures/jobs/wordcount-10k-blocking.json",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    assert_eq!(r["status"], "FINISHED");
+    assert_eq!(r["tasks_deployed"], 20_000);
+    assert_eq!(r["restarts"], 0);
+    assert!(r["wall_ms"]["total"].as_f64().expect("total") > 0.0);
+    assert!(r["max_handler_stall_ms"].as_f64().is_some());
+    assert!(r["peak_rss_bytes"].as_u64().expect("rss") > 0);
+    assert_eq!(r["trace_digest"].as_str().expect("digest").len(), 16);
+    // One offloaded group, fetched once per TaskManager (1,000 of them) from the durable store.
+    assert_eq!(r["descriptors"]["blobs_uploaded"], 1);
+    assert_eq!(r["task_managers"], 1_000);
+    assert_eq!(r["blob_fetches"], 1_000);
+    assert_eq!(r["blob_cache_hits"], 9_000);
+    assert_eq!(r["blob_server"]["durable_fetches"], 1_000);
+}
+
+#[test]
+fn run_with_faults_is_deterministic_per_seed() {
+    let args = [
+        "run",
+        "fixtures/jobs/small/two-data-sets.json",
+        "--format",
+        "json",
+        "--quiet",
+        "--task-failure-rate",
+        "0.3",
+        "--partition-not-found-rate",
+        "0.2",
+        "--task-manager-losses",
+        "1",
+        "--blob-server-restarts",
+        "1",
+        "--offload-threshold",
+        "1",
+    ];
+    let first = json_of(&conflux(&[&args[..], &["--seed", "7"]].concat()));
+    let again = json_of(&conflux(&[&args[..], &["--seed", "7"]].concat()));
+    assert_eq!(first["status"], "FINISHED", "{first}");
+    assert_eq!(first["trace_digest"], again["trace_digest"]);
+    assert_eq!(first["restarts"], again["restarts"]);
+    let digests: std::collections::HashSet<String> = (0..6)
+        .map(|seed| {
+            json_of(&conflux(
+                &[&args[..], &["--seed", &seed.to_string()]].concat(),
+            ))["trace_digest"]
+                .to_string()
+        })
+        .collect();
+    assert!(digests.len() > 1, "seeds should change the run");
+}
+
+#[test]
+fn run_fails_with_exit_1_when_the_restart_strategy_gives_up() {
+    let out = conflux(&[
+        "run",
+        "fixtures/jobs/small/two-data-sets.json",
+        "--format",
+        "json",
+        "--quiet",
+        "--task-failure-rate",
+        "1",
+        "--restart-attempts",
+        "2",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    assert_eq!(r["status"], "FAILED");
+    assert_eq!(r["restarts"], 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("restart strategy"));
+}
+
+#[test]
+fn run_finishes_every_flink_plan() {
+    let dir = repo().join("fixtures/flink-plans");
+    let mut plans = 0;
+    for entry in std::fs::read_dir(&dir).expect("fixtures") {
+        let path = entry.expect("entry").path();
+        if !path.to_string_lossy().ends_with(".plan.json") {
+            continue;
+        }
+        let out = conflux(&[
+            "run",
+            path.to_str().expect("utf-8"),
+            "--format",
+            "json",
+            "--quiet",
+            "--default-parallelism",
+            "8",
+        ]);
+        let r = json_of(&out);
+        assert_eq!(
+            r["status"],
+            "FINISHED",
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        plans += 1;
+    }
+    assert_eq!(plans, 57);
+}
+
+#[test]
+fn simulate_replays_a_script_as_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"events": [{"finish": "A#0"}, {"finish": "A#1"}, {"fail": "B#0", "partition_not_found": "A#1"}]}"#,
+    )
+    .expect("write");
+    let out = conflux(&[
+        "simulate",
+        "fixtures/jobs/small/shared-data-set.json",
+        "--script",
+        script.to_str().expect("utf-8"),
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    assert_eq!(r["status"], "RUNNING");
+    let timeline = r["timeline"].as_array().expect("timeline");
+    assert_eq!(
+        timeline[0],
+        serde_json::json!({"event": -1, "deploy": ["A#0"]})
+    );
+    // A#1 is shared by B and C: its restart takes every consumer of it along.
+    assert!(
+        timeline.contains(
+            &serde_json::json!({"event": 2, "restart": ["A#1", "B#0", "B#1", "C#0", "C#1"]})
+        ),
+        "{r}"
+    );
+
+    std::fs::write(&script, r#"{"events": [{"finish": "B#0"}]}"#).expect("write");
+    let out = conflux(&[
+        "simulate",
+        "fixtures/jobs/small/shared-data-set.json",
+        "--script",
+        script.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("B#0: cannot finish in state CREATED"));
+}

@@ -33,10 +33,13 @@ pub struct CacheStats {
     pub bytes: usize,
 }
 
-/// Decoded groups shared by the TaskManagers of one process, such as a simulator running a
-/// thousand of them: every TaskManager still fetches and decodes its groups itself, but a group
-/// already decoded elsewhere (same job, same content-addressed key) is held once. Each
-/// TaskManager's cache accounts the full size against its own budget all the same.
+/// Decoded groups shared by the TaskManagers of one process, such as a simulator running ten
+/// thousand of them. Every TaskManager still fetches each group itself (through its own blob
+/// reader, which verifies the bytes against the key's content digest), but a group that another
+/// TaskManager of this process already decoded from the same key is taken from the pool instead
+/// of being decoded again: equal digests mean equal bytes, so the result is the same. A real
+/// TaskManager is a process of its own and decodes once. Each cache still charges the group's
+/// full size to its own budget.
 #[derive(Debug, Default)]
 pub struct SharedDecodedGroups {
     groups: Mutex<HashMap<(JobId, BlobKey), Weak<ShuffleDescriptorGroup>>>,
@@ -46,6 +49,15 @@ impl SharedDecodedGroups {
     /// An empty pool.
     pub fn new() -> SharedDecodedGroups {
         SharedDecodedGroups::default()
+    }
+
+    /// The live pooled group of `key`, if any.
+    fn get(&self, job: JobId, key: BlobKey) -> Option<Arc<ShuffleDescriptorGroup>> {
+        let groups = self
+            .groups
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        groups.get(&(job, key)).and_then(Weak::upgrade)
     }
 
     /// The pooled instance equal to `group` (decoded from `key`), pooling it if it is the first.
@@ -134,10 +146,16 @@ impl ShuffleDescriptorsCache {
         }
         self.stats.misses += 1;
         let bytes = reader.read(key)?;
-        let group = Arc::new(wire::decode_descriptor_group(&bytes)?);
-        let group = match &self.shared {
-            Some(shared) => shared.intern(job, *key, group),
-            None => group,
+        let pooled = self
+            .shared
+            .as_ref()
+            .and_then(|shared| shared.get(job, *key));
+        let group = match (pooled, &self.shared) {
+            (Some(group), _) => group,
+            (None, Some(shared)) => {
+                shared.intern(job, *key, Arc::new(wire::decode_descriptor_group(&bytes)?))
+            }
+            (None, None) => Arc::new(wire::decode_descriptor_group(&bytes)?),
         };
         let size = decoded_bytes(&group);
         if size <= self.budget {

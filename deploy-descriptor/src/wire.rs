@@ -269,6 +269,12 @@ pub fn encode_descriptor_group(
     )
 }
 
+/// The uncompressed columnar payload of a group (what [`encode_descriptor_group`] compresses),
+/// for size comparisons.
+pub fn descriptor_group_payload(group: &crate::ShuffleDescriptorGroup) -> Vec<u8> {
+    columnar::encode(group)
+}
+
 /// Decodes what [`encode_descriptor_group`] wrote.
 ///
 /// # Errors

@@ -224,8 +224,31 @@ struct TaskManagerSide {
     stats: TaskManagerStats,
 }
 
-/// Runs a job to its end (or `max_virtual_ms`). `on_progress(finished, total)` is called as
-/// tasks finish.
+/// Watches a simulation: progress for a progress bar, and every scheduler call for invariant
+/// checks.
+pub trait Observer {
+    /// `finished` of `total` tasks have finished (restarted ones count again).
+    fn on_progress(&mut self, finished: u64, total: u64) {
+        let _ = (finished, total);
+    }
+
+    /// After each scheduler call: the virtual time, the event, the commands it caused, and the
+    /// scheduler as it is after the call.
+    fn on_handled(
+        &mut self,
+        now_ms: u64,
+        event: &Event,
+        commands: &[Command],
+        scheduler: &Scheduler,
+    ) {
+        let _ = (now_ms, event, commands, scheduler);
+    }
+}
+
+/// Observes nothing.
+impl Observer for () {}
+
+/// Runs a job to its end (or `max_virtual_ms`), telling `observer` what happens.
 ///
 /// # Errors
 /// A message when descriptors cannot be built or loaded, or the scheduler refuses an event (a
@@ -235,7 +258,7 @@ pub fn simulate(
     regions: Arc<PipelinedRegions>,
     config: &SimulationConfig,
     blobs: &dyn BlobEnvironment,
-    on_progress: &mut dyn FnMut(u64, u64),
+    observer: &mut dyn Observer,
 ) -> Result<SimulationReport, String> {
     let started = Instant::now();
     let mut rng = Rng(config.seed);
@@ -305,11 +328,13 @@ pub fn simulate(
     events.push(Event::Start);
     loop {
         for event in events.drain(..) {
+            let observed = event.clone();
             let call = Instant::now();
             let commands = scheduler
                 .handle(now, event)
                 .map_err(|e| format!("bug: {e}"))?;
             report.max_handler_stall = report.max_handler_stall.max(call.elapsed());
+            observer.on_handled(now, &observed, &commands, &scheduler);
             let mut deploys = Vec::new();
             for c in commands {
                 match c {
@@ -449,7 +474,7 @@ pub fn simulate(
             SimEvent::Finished(a) => {
                 if scheduler.attempt(ExecutionVertexIndex(a.vertex)) == a {
                     finished += 1;
-                    on_progress(finished.min(total), total);
+                    observer.on_progress(finished.min(total), total);
                 }
                 events.push(Event::TaskFinished(a));
             }

@@ -14,8 +14,10 @@ use conflux_graph::load::LoadOptions;
 use conflux_graph::{flink_plan, generate, ResultPartitionType};
 
 mod blobs;
+mod checkpoint;
 mod descriptors;
 mod inspect;
+mod plan;
 mod run;
 
 // The graph code allocates little, but a runtime embedding the CLI's job wants a fast allocator.
@@ -57,6 +59,17 @@ enum Command {
     },
     /// Run a blob server until interrupted.
     BlobServer(BlobServerArgs),
+    /// Simulate checkpoints of a synthetic stateful job, with and without file merging.
+    CheckpointSim(checkpoint::CheckpointSimArgs),
+    /// Demonstrate the local-directory placement strategies across processes.
+    LocalDirs(checkpoint::LocalDirsArgs),
+    /// Inspect, edit, diff and check plans.
+    Plan {
+        #[command(subcommand)]
+        command: plan::PlanCommand,
+    },
+    /// Run the HTTP planning service.
+    Serve(plan::ServeArgs),
     /// Expand a job (job graph JSON or Flink plan) and report its execution graph and regions.
     Inspect {
         /// Job graph JSON or Flink JSON plan (`-` for standard input).
@@ -238,7 +251,7 @@ impl OffloadArgs {
 
 /// Report format.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Format {
+pub(crate) enum Format {
     /// For people.
     Text,
     /// One JSON document on stdout.
@@ -279,7 +292,10 @@ fn main() -> ExitCode {
         Command::Inspect { format, .. } => *format,
         Command::Run(args) => args.format,
         Command::Simulate { format, .. } => *format,
-        Command::BlobServer(_) => Format::Text,
+        Command::BlobServer(_) | Command::Serve(_) => Format::Text,
+        Command::CheckpointSim(args) => args.format,
+        Command::LocalDirs(args) => args.format,
+        Command::Plan { command } => command.format(),
         Command::Generate { .. } => Format::Text,
     };
     let result = match cli.command {
@@ -292,6 +308,10 @@ fn main() -> ExitCode {
             format,
         } => simulate(&file, &script, &load.options(), format),
         Command::BlobServer(args) => blob_server(&args),
+        Command::CheckpointSim(args) => checkpoint::run_sim(&args),
+        Command::LocalDirs(args) => checkpoint::run_local_dirs(&args),
+        Command::Plan { command } => plan::run(&command),
+        Command::Serve(args) => plan::serve(&args),
         Command::Inspect {
             file,
             load,

@@ -1,0 +1,3 @@
+//! Benchmarks of conflux-checkpoint (being built).
+
+fn main() {}

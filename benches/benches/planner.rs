@@ -1,0 +1,3 @@
+//! Benchmarks of conflux-planner (being built).
+
+fn main() {}

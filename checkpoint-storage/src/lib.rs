@@ -1,0 +1,1 @@
+//! `conflux-checkpoint`: checkpoint storage (being built).

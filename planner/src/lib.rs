@@ -1,0 +1,1 @@
+//! `conflux-planner`: the planning API (being built).

@@ -12,15 +12,14 @@
 
 use std::hint::black_box;
 use std::io::Write;
-use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use conflux_benches::CountingAllocator;
 use conflux_blob::{JobId, MemoryBlobStore};
 use conflux_deploy::{
-    AllocationId, DeploymentConfig, ExecutionAttemptId, ExecutionState, ProducerStates,
-    ProducerView, ShuffleDescriptorGroup, TaskDeploymentDescriptor,
-    TaskDeploymentDescriptorFactory, TaskManagerId, TaskManagerLocation,
+    AllProducersFinished, AllocationId, DeploymentConfig, ExecutionAttemptId, ProducerStates,
+    ShuffleDescriptorGroup, TaskDeploymentDescriptor, TaskDeploymentDescriptorFactory,
+    TaskManagerId,
 };
 use conflux_graph::{
     generate, ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph,
@@ -35,27 +34,9 @@ const JOB: JobId = JobId([1; 16]);
 const SLOTS_PER_TASK_MANAGER: u32 = 10;
 
 /// Every producer finished on TaskManager `vertex / 10` (a batch job between its two stages).
-struct AllFinished;
-
-impl ProducerStates for AllFinished {
-    fn producer(&self, vertex: ExecutionVertexIndex) -> ProducerView {
-        let tm = vertex.0 / SLOTS_PER_TASK_MANAGER;
-        ProducerView {
-            attempt: ExecutionAttemptId {
-                vertex: vertex.0,
-                attempt: 0,
-            },
-            state: ExecutionState::Finished,
-            location: Some(TaskManagerLocation {
-                id: TaskManagerId(tm),
-                data_address: SocketAddr::from((Ipv4Addr::from(0x0a00_0000 + tm), 6121)),
-            }),
-        }
-    }
-    fn all_data_produced(&self, _: IntermediateResultPartitionId) -> bool {
-        true
-    }
-}
+const ALL_FINISHED: AllProducersFinished = AllProducersFinished {
+    slots_per_task_manager: SLOTS_PER_TASK_MANAGER,
+};
 
 fn graph(n: u32) -> ExecutionGraph {
     let job = JobGraph::from_json(&generate::word_count(n, ResultPartitionType::Blocking))
@@ -87,7 +68,7 @@ fn deploy_consumers(
                 slot: v % SLOTS_PER_TASK_MANAGER,
             };
             factory
-                .create_deployment(graph, attempt, slot, &AllFinished)
+                .create_deployment(graph, attempt, slot, &ALL_FINISHED)
                 .expect("tdd")
         })
         .collect();
@@ -111,7 +92,7 @@ fn report_sizes() {
                         result: conflux_graph::IntermediateDataSetIndex(0),
                         partition: p,
                     };
-                    let producer = AllFinished.producer(ExecutionVertexIndex(p));
+                    let producer = ALL_FINISHED.producer(ExecutionVertexIndex(p));
                     conflux_deploy::shuffle_descriptor_for(
                         (0, partition.partition),
                         ResultPartitionType::Blocking,

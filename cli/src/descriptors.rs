@@ -5,46 +5,19 @@
 //! Sizes are those of a deployment where every producer is deployed and finished (so every
 //! descriptor is known), on TaskManagers of 10 slots: the largest the descriptors get.
 
-use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use anyhow::Context;
 use conflux_blob::{JobId, MemoryBlobStore};
 use conflux_deploy::{
-    DeploymentConfig, ExecutionAttemptId, ExecutionState, OffloadRule, ProducerStates,
-    ProducerView, TaskDeploymentDescriptorFactory, TaskManagerId, TaskManagerLocation,
+    AllProducersFinished, DeploymentConfig, OffloadRule, TaskDeploymentDescriptorFactory,
 };
-use conflux_graph::{
-    ConsumedPartitionGroupId, ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId,
-};
+use conflux_graph::{ConsumedPartitionGroupId, ExecutionGraph};
 use serde_json::{json, Value};
 
 /// Groups listed one by one per edge; the rest are only counted (a pointwise edge of 100,000
 /// subtasks has 100,000 groups).
 const LISTED_GROUPS_PER_EDGE: u32 = 16;
-
-/// Every producer finished on TaskManager `vertex / 10`.
-struct AllDeployed;
-
-impl ProducerStates for AllDeployed {
-    fn producer(&self, vertex: ExecutionVertexIndex) -> ProducerView {
-        let tm = vertex.0 / 10;
-        ProducerView {
-            attempt: ExecutionAttemptId {
-                vertex: vertex.0,
-                attempt: 0,
-            },
-            state: ExecutionState::Finished,
-            location: Some(TaskManagerLocation {
-                id: TaskManagerId(tm),
-                data_address: SocketAddr::from((Ipv4Addr::from(0x0a00_0000 | tm), 6121)),
-            }),
-        }
-    }
-    fn all_data_produced(&self, _: IntermediateResultPartitionId) -> bool {
-        true
-    }
-}
 
 /// The `descriptors` section of the report. O(N) descriptors computed and serialised once per
 /// group, as a deployment would.
@@ -65,7 +38,13 @@ pub(crate) fn report(graph: &ExecutionGraph, rule: OffloadRule) -> anyhow::Resul
             let group = ConsumedPartitionGroupId(c.first_group + k);
             let before = factory.stats();
             factory
-                .prepare_group(graph, group, &AllDeployed)
+                .prepare_group(
+                    graph,
+                    group,
+                    &AllProducersFinished {
+                        slots_per_task_manager: 10,
+                    },
+                )
                 .with_context(|| format!("serialising group {}", group.0))?;
             let after = factory.stats();
             let serialized = factory.cached(group).and_then(|s| s.first().cloned());

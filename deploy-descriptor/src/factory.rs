@@ -640,3 +640,37 @@ pub fn partition_name(graph: &ExecutionGraph, partition: IntermediateResultParti
         format!("{}#{}", producer.id, partition.partition)
     }
 }
+
+/// A planning view of producers: every producer deployed and finished, subtask `v` on
+/// TaskManager `v / slots_per_task_manager` at address `10.x.y.z:6121` (the TaskManager id as an
+/// IPv4 address in 10.0.0.0/8). With every descriptor known, sizes are the largest a deployment
+/// produces; used by `conflux inspect`, the planner and the benches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllProducersFinished {
+    /// Slots per TaskManager (at least 1).
+    pub slots_per_task_manager: u32,
+}
+
+impl ProducerStates for AllProducersFinished {
+    fn producer(&self, vertex: ExecutionVertexIndex) -> crate::ProducerView {
+        let tm = vertex.0 / self.slots_per_task_manager.max(1);
+        crate::ProducerView {
+            attempt: ExecutionAttemptId {
+                vertex: vertex.0,
+                attempt: 0,
+            },
+            state: crate::ExecutionState::Finished,
+            location: Some(crate::TaskManagerLocation {
+                id: crate::TaskManagerId(tm),
+                data_address: std::net::SocketAddr::from((
+                    std::net::Ipv4Addr::from(0x0a00_0000 | (tm & 0x00ff_ffff)),
+                    6121,
+                )),
+            }),
+        }
+    }
+
+    fn all_data_produced(&self, _: IntermediateResultPartitionId) -> bool {
+        true
+    }
+}

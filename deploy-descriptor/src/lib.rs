@@ -21,9 +21,10 @@ mod task_manager;
 pub mod wire;
 
 pub use factory::{
-    partition_name, DeploymentConfig, DeploymentStats, InputGateDeploymentDescriptor,
-    JobInformation, ProducerStates, ResultPartitionDeploymentDescriptor, ShuffleDescriptorGroup,
-    TaskDeploymentDescriptor, TaskDeploymentDescriptorFactory, TaskInformation,
+    partition_name, AllProducersFinished, DeploymentConfig, DeploymentStats,
+    InputGateDeploymentDescriptor, JobInformation, ProducerStates,
+    ResultPartitionDeploymentDescriptor, ShuffleDescriptorGroup, TaskDeploymentDescriptor,
+    TaskDeploymentDescriptorFactory, TaskInformation,
 };
 pub use ids::{
     AllocationId, ExecutionAttemptId, ResultPartitionId, TaskManagerId, TaskManagerLocation,

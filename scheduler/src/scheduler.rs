@@ -55,6 +55,8 @@ pub enum JobStatus {
     Running,
     /// Done.
     Finished,
+    /// Giving up: cancelling the remaining tasks before FAILED.
+    Failing,
     /// Gave up: a failure the restart strategy does not allow, or no slots in time.
     Failed,
     /// Cancelled by the user.
@@ -62,12 +64,13 @@ pub enum JobStatus {
 }
 
 impl JobStatus {
-    /// `CREATED`, `RUNNING`, `FINISHED`, `FAILED`, `CANCELED`.
+    /// `CREATED`, `RUNNING`, `FINISHED`, `FAILING`, `FAILED`, `CANCELED`.
     pub fn as_str(self) -> &'static str {
         match self {
             JobStatus::Created => "CREATED",
             JobStatus::Running => "RUNNING",
             JobStatus::Finished => "FINISHED",
+            JobStatus::Failing => "FAILING",
             JobStatus::Failed => "FAILED",
             JobStatus::Canceled => "CANCELED",
         }
@@ -1289,8 +1292,12 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Ends the job: cancels every running attempt, returns every slot.
+    /// Ends the job: cancels every running attempt, returns every slot. A failing job passes
+    /// through FAILING while its tasks are cancelled (at once here: cancellation is a command).
     fn terminate(&mut self, status: JobStatus, reason: Option<String>) {
+        if status == JobStatus::Failed {
+            self.set_status(JobStatus::Failing, reason.clone());
+        }
         for v in 0..self.state.len() {
             match self.state[v] {
                 ExecutionState::Deploying

@@ -516,6 +516,10 @@ pub fn simulate(
         }
     }
 
+    // The job is over: every TaskManager drops its descriptor groups of the job.
+    for side in tm_side.values_mut() {
+        side.cache.clear_job(job_id);
+    }
     report.status = scheduler.status();
     report.failure_reason = scheduler.failure_reason().map(str::to_owned);
     report.restarts = scheduler.restarts();

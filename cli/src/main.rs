@@ -115,8 +115,9 @@ struct RunArgs {
     /// Blob server restarts during the run.
     #[arg(long, default_value_t = 0)]
     blob_server_restarts: u32,
-    /// Restarts allowed before the job fails (exponential delay back-off, Flink 1.20 defaults).
-    #[arg(long, default_value_t = 100)]
+    /// Restarts allowed before the job fails (exponential delay back-off, Flink 1.20 defaults;
+    /// default Flink's, 2^31 - 1).
+    #[arg(long, default_value_t = conflux_scheduler::FLINK_MAX_ATTEMPTS)]
     restart_attempts: u32,
     /// Failover strategy.
     #[arg(long, value_enum, default_value_t = FailoverArg::Region)]

@@ -156,6 +156,10 @@ pub enum RestartStrategy {
     },
 }
 
+/// Flink's default number of restart attempts of the exponential-delay strategy
+/// (`Integer.MAX_VALUE`): restarts go on; only the back-off grows.
+pub const FLINK_MAX_ATTEMPTS: u32 = i32::MAX as u32;
+
 impl RestartStrategy {
     /// Flink 1.20's exponential-delay defaults (its default strategy with checkpointing), with at
     /// most `attempts` restarts.

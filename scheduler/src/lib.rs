@@ -13,7 +13,9 @@ pub mod script;
 pub mod sim;
 mod topology;
 
-pub use failover::{tasks_to_restart, FailoverStrategy, PartitionAvailability, RestartStrategy};
+pub use failover::{
+    tasks_to_restart, FailoverStrategy, PartitionAvailability, RestartStrategy, FLINK_MAX_ATTEMPTS,
+};
 pub use scheduler::{
     Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
     DEFAULT_SLOT_REQUEST_TIMEOUT_MS,

@@ -15,6 +15,7 @@ use conflux_graph::{
 
 use crate::failover::{
     tasks_to_restart, FailoverStrategy, PartitionAvailability, RestartBackoff, RestartStrategy,
+    FLINK_MAX_ATTEMPTS,
 };
 use crate::topology::{index_u32, SchedulingTopology};
 
@@ -39,7 +40,7 @@ impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             failover: FailoverStrategy::Region,
-            restart: RestartStrategy::exponential_default(100),
+            restart: RestartStrategy::exponential_default(FLINK_MAX_ATTEMPTS),
             slot_request_timeout_ms: DEFAULT_SLOT_REQUEST_TIMEOUT_MS,
             release_partitions_during_execution: true,
         }
@@ -511,12 +512,29 @@ impl Scheduler {
                 }
             }
             Event::TaskFinished(a) => {
-                if self.is_current(a) && self.status == JobStatus::Running {
+                if self.is_current(a)
+                    && self.status == JobStatus::Running
+                    && matches!(
+                        self.state[a.vertex as usize],
+                        ExecutionState::Deploying
+                            | ExecutionState::Initializing
+                            | ExecutionState::Running
+                    )
+                {
                     self.vertex_finished(a.vertex, now_ms)?;
                 }
             }
             Event::TaskFailed(a, cause) => {
-                if self.is_current(a) && self.status == JobStatus::Running {
+                // An attempt already failed or cancelled is being restarted: a second report of
+                // it is stale.
+                let state = self.state.get(a.vertex as usize).copied();
+                if self.is_current(a)
+                    && self.status == JobStatus::Running
+                    && !matches!(
+                        state,
+                        Some(ExecutionState::Failed | ExecutionState::Canceled)
+                    )
+                {
                     let failed_partition = match cause {
                         FailureCause::PartitionNotFound(p) => Some(p),
                         _ => None,
@@ -558,14 +576,11 @@ impl Scheduler {
     fn validate(&self, event: &Event) -> Result<(), SchedulerError> {
         let name = |v: u32| self.graph.execution_vertex_name(ExecutionVertexIndex(v));
         match event {
+            // A never-deployed attempt cannot finish: a script's mistake. Reports for attempts
+            // already failed, cancelled or finished are stale races and are ignored in `handle`.
             Event::TaskFinished(a) if self.is_current(*a) => {
                 let s = self.state[a.vertex as usize];
-                if !matches!(
-                    s,
-                    ExecutionState::Deploying
-                        | ExecutionState::Initializing
-                        | ExecutionState::Running
-                ) {
+                if matches!(s, ExecutionState::Created | ExecutionState::Scheduled) {
                     return Err(SchedulerError::InvalidTransition {
                         vertex: name(a.vertex),
                         action: "finish",

@@ -1,12 +1,118 @@
-//! `conflux plan ...` and `conflux serve` (being built).
+//! `conflux plan stats|edit|diff|compat|ttl` and `conflux serve`: the planning API
+//! (`conflux-planner`) on the command line and over HTTP.
 
-use crate::{Failure, Format};
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context};
+use conflux_graph::json::JobGraphJson;
+use conflux_graph::load::{self, LoadOptions};
+use conflux_planner::compiled::parse_duration_ms;
+use conflux_planner::service::{RunningService, ServiceConfig};
+use conflux_planner::stats::{mib, thousands};
+use conflux_planner::{
+    compat, diff, CompatOptions, CompiledPlan, EdgeRef, Edit, PlanStats, StatsConfig, TapSide,
+};
+use serde_json::json;
+
+use crate::{read_input, Failure, Format, LoadArgs, OffloadArgs};
 
 /// `conflux plan` subcommands.
 #[derive(clap::Subcommand)]
 pub(crate) enum PlanCommand {
-    /// Plan statistics.
+    /// Plan statistics: vertices, channels, network buffers, regions, descriptors, suggestions.
     Stats {
+        /// Job graph JSON or Flink JSON plan (`-` for standard input).
+        file: PathBuf,
+        #[command(flatten)]
+        load: LoadArgs,
+        #[command(flatten)]
+        offload: OffloadArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Apply edits to a plan and write the edited plan (job graph JSON) to a new file. Edits
+    /// apply in this order: every --edit, then --set-parallelism, --set-partitioner,
+    /// --set-slot-sharing-group, --chain, --unchain, --set-ttl, --tap (each in the given order).
+    Edit {
+        /// Job graph JSON or Flink JSON plan (`-` for standard input).
+        file: PathBuf,
+        #[command(flatten)]
+        load: LoadArgs,
+        /// Where to write the edited plan (must differ from FILE).
+        #[arg(long, short)]
+        output: PathBuf,
+        /// An edit as JSON, as the service takes it, e.g.
+        /// '{"kind": "set_parallelism", "vertex": "map", "parallelism": 8}'.
+        #[arg(long = "edit", value_name = "JSON")]
+        edits: Vec<String>,
+        /// VERTEX=N.
+        #[arg(long, value_name = "VERTEX=N")]
+        set_parallelism: Vec<String>,
+        /// EDGE=REBALANCE|RESCALE, EDGE an index or SOURCE->TARGET.
+        #[arg(long, value_name = "EDGE=PARTITIONER")]
+        set_partitioner: Vec<String>,
+        /// VERTEX=GROUP.
+        #[arg(long, value_name = "VERTEX=GROUP")]
+        set_slot_sharing_group: Vec<String>,
+        /// EDGE (an index or SOURCE->TARGET): chain a forward edge.
+        #[arg(long, value_name = "EDGE")]
+        chain: Vec<String>,
+        /// VERTEX:K: split a chain before its operator K.
+        #[arg(long, value_name = "VERTEX:K")]
+        unchain: Vec<String>,
+        /// VERTEX/OPERATOR/STATE=DURATION (Flink notation, e.g. `1 h`, `3600000 ms`) or `none`.
+        #[arg(long, value_name = "VERTEX/OPERATOR/STATE=TTL")]
+        set_ttl: Vec<String>,
+        /// VERTEX:input|output: attach a debug tap sink.
+        #[arg(long, value_name = "VERTEX:SIDE")]
+        tap: Vec<String>,
+        /// Output format of the report.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// What changed between two plans.
+    Diff {
+        /// The old plan.
+        old: PathBuf,
+        /// The new plan.
+        new: PathBuf,
+        #[command(flatten)]
+        load: LoadArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Whether the new plan can restore the old plan's state (job graphs, Flink plans, or two
+    /// Flink compiled plans).
+    Compat {
+        /// The old plan.
+        old: PathBuf,
+        /// The new plan.
+        new: PathBuf,
+        #[command(flatten)]
+        load: LoadArgs,
+        /// OLD_UID=NEW_UID: an operator whose uid changed on purpose.
+        #[arg(long, value_name = "OLD=NEW")]
+        rename: Vec<String>,
+        /// Drop the state of removed operators instead of failing (Flink's `-n`).
+        #[arg(long)]
+        allow_non_restored_state: bool,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// List the stateful operators of a Flink compiled plan with their state TTL, or set one.
+    Ttl {
+        /// A Flink compiled plan (`COMPILE PLAN`, `*.compiled-plan.json`).
+        file: PathBuf,
+        /// NODE:STATE=DURATION: set a state's TTL (Flink notation, `0 ms` for none); needs
+        /// --output.
+        #[arg(long, value_name = "NODE:STATE=TTL", requires = "output")]
+        set: Option<String>,
+        /// Where to write the edited compiled plan.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -16,19 +122,483 @@ pub(crate) enum PlanCommand {
 impl PlanCommand {
     pub(crate) fn format(&self) -> Format {
         match self {
-            PlanCommand::Stats { format } => *format,
+            PlanCommand::Stats { format, .. }
+            | PlanCommand::Edit { format, .. }
+            | PlanCommand::Diff { format, .. }
+            | PlanCommand::Compat { format, .. }
+            | PlanCommand::Ttl { format, .. } => *format,
         }
     }
 }
 
 /// Options of `conflux serve`.
 #[derive(clap::Args)]
-pub(crate) struct ServeArgs {}
-
-pub(crate) fn run(_command: &PlanCommand) -> Result<(), Failure> {
-    Err(Failure::Work(anyhow::anyhow!("plan is not built yet")))
+pub(crate) struct ServeArgs {
+    /// Listen address; port 0 picks a free port. Loopback by default.
+    #[arg(long, default_value = "127.0.0.1:8088")]
+    address: std::net::SocketAddr,
+    /// Largest request body, bytes.
+    #[arg(long, default_value_t = 16 << 20)]
+    max_body_bytes: usize,
+    /// Most plans kept in memory.
+    #[arg(long, default_value_t = 1000)]
+    max_plans: usize,
 }
 
-pub(crate) fn serve(_args: &ServeArgs) -> Result<(), Failure> {
-    Err(Failure::Work(anyhow::anyhow!("serve is not built yet")))
+pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
+    match command {
+        PlanCommand::Stats {
+            file,
+            load,
+            offload,
+            format,
+        } => stats(file, &load.options(), offload, *format),
+        PlanCommand::Edit { .. } => edit(command),
+        PlanCommand::Diff {
+            old,
+            new,
+            load,
+            format,
+        } => {
+            let options = load.options();
+            let (a, b) = (read_plan(old, &options)?, read_plan(new, &options)?);
+            let d = diff(&a, &b);
+            match format {
+                Format::Json => print_json(&d),
+                Format::Text => {
+                    for v in &d.vertices_added {
+                        println!("+ vertex {v}");
+                    }
+                    for v in &d.vertices_removed {
+                        println!("- vertex {v}");
+                    }
+                    for e in &d.edges_added {
+                        println!("+ edge {e}");
+                    }
+                    for e in &d.edges_removed {
+                        println!("- edge {e}");
+                    }
+                    for c in d.vertices_changed.iter().chain(&d.edges_changed) {
+                        for f in &c.fields {
+                            println!("~ {}: {} {} -> {}", c.id, f.field, f.old, f.new);
+                        }
+                    }
+                    println!(
+                        "channels {} -> {}",
+                        thousands(d.channels.0),
+                        thousands(d.channels.1)
+                    );
+                    Ok(())
+                }
+            }
+        }
+        PlanCommand::Compat {
+            old,
+            new,
+            load,
+            rename,
+            allow_non_restored_state,
+            format,
+        } => {
+            let mut options = CompatOptions {
+                allow_non_restored_state: *allow_non_restored_state,
+                ..CompatOptions::default()
+            };
+            for r in rename {
+                let (a, b) = split_pair(r, '=', "--rename")?;
+                options.renames.insert(a.to_owned(), b.to_owned());
+            }
+            let (old_bytes, new_bytes) = (read_input(old)?, read_input(new)?);
+            let report = if is_compiled(&old_bytes) && is_compiled(&new_bytes) {
+                let a = CompiledPlan::parse(&old_bytes).map_err(Failure::input)?;
+                let b = CompiledPlan::parse(&new_bytes).map_err(Failure::input)?;
+                compat::analyze_compiled(&a, &b, &options)
+            } else {
+                let lo = load.options();
+                let a = parse_plan(&old_bytes, &lo, old)?;
+                let b = parse_plan(&new_bytes, &lo, new)?;
+                compat::analyze(&a, &b, &options).map_err(Failure::input)?
+            };
+            match format {
+                Format::Json => print_json(&report),
+                Format::Text => {
+                    println!("verdict {}", report.verdict.as_str());
+                    for (name, layer) in [
+                        ("business logic", &report.business_logic),
+                        ("topology", &report.topology),
+                        ("state schema", &report.state_schema),
+                    ] {
+                        println!("{name}: {}", layer.verdict.as_str());
+                        for f in &layer.findings {
+                            println!("  {f}");
+                        }
+                    }
+                    Ok(())
+                }
+            }
+        }
+        PlanCommand::Ttl {
+            file,
+            set,
+            output,
+            format,
+        } => ttl(file, set.as_deref(), output.as_deref(), *format),
+    }
+}
+
+fn is_compiled(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .is_some_and(|v| v.get("flinkVersion").is_some())
+}
+
+fn parse_plan(bytes: &[u8], options: &LoadOptions, path: &Path) -> Result<JobGraphJson, Failure> {
+    load::parse(bytes, options)
+        .map(|(json, _)| json)
+        .with_context(|| format!("reading {}", path.display()))
+        .map_err(Failure::Input)
+}
+
+fn read_plan(path: &Path, options: &LoadOptions) -> Result<JobGraphJson, Failure> {
+    parse_plan(&read_input(path)?, options, path)
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Failure::Work(e.into()))?;
+    println!("{text}");
+    Ok(())
+}
+
+fn stats(
+    file: &Path,
+    options: &LoadOptions,
+    offload: &OffloadArgs,
+    format: Format,
+) -> Result<(), Failure> {
+    let json = read_plan(file, options)?;
+    let config = StatsConfig {
+        offload_rule: offload.rule()?,
+        ..StatsConfig::default()
+    };
+    let s = PlanStats::compute(&json, &config).map_err(Failure::input)?;
+    match format {
+        Format::Json => print_json(&s),
+        Format::Text => {
+            println!("job {} ({})", s.name, s.job_type);
+            println!(
+                "vertices {} job, {} execution; edges {}",
+                s.job_vertices,
+                thousands(s.execution_vertices),
+                s.job_edges
+            );
+            println!("channels {}", thousands(s.channels));
+            println!(
+                "network buffers {} ({}), required {} ({})",
+                thousands(s.network.total.target),
+                mib(s.network.bytes),
+                thousands(s.network.total.required),
+                mib(s.network.required_bytes)
+            );
+            println!(
+                "regions {} (largest {} execution vertices)",
+                thousands(s.regions.count as u64),
+                thousands(u64::from(s.regions.largest))
+            );
+            println!(
+                "descriptors {} in {} groups, {} bytes compressed, {} groups offloaded ({})",
+                thousands(s.descriptors.descriptors),
+                thousands(s.descriptors.groups),
+                thousands(s.descriptors.compressed_bytes),
+                thousands(s.descriptors.offloaded_groups),
+                s.descriptors.offload_rule
+            );
+            println!("topology {} bytes", thousands(s.topology_bytes as u64));
+            for e in &s.edges {
+                println!(
+                    "  edge {} {} -> {} {} {} x {}: {} channels, {}",
+                    e.index,
+                    e.source,
+                    e.target,
+                    e.ship_strategy
+                        .as_deref()
+                        .unwrap_or(&e.distribution_pattern),
+                    e.producer_parallelism,
+                    e.consumer_parallelism,
+                    thousands(e.channels),
+                    mib(e.buffer_bytes)
+                );
+            }
+            for sug in &s.suggestions {
+                println!("suggestion: {}", sug.message);
+            }
+            Ok(())
+        }
+    }
+}
+
+fn split_pair<'a>(text: &'a str, sep: char, flag: &str) -> Result<(&'a str, &'a str), Failure> {
+    text.split_once(sep)
+        .map(|(a, b)| (a.trim(), b.trim()))
+        .filter(|(a, b)| !a.is_empty() && !b.is_empty())
+        .ok_or_else(|| Failure::Input(anyhow!("{flag} '{text}': expected A{sep}B")))
+}
+
+fn edge_ref(text: &str) -> EdgeRef {
+    match text.trim().parse::<usize>() {
+        Ok(i) => EdgeRef::Index(i),
+        Err(_) => match text.split_once("->") {
+            Some((s, t)) => EdgeRef::Endpoints {
+                source: s.trim().to_owned(),
+                target: t.trim().to_owned(),
+            },
+            None => EdgeRef::Endpoints {
+                source: text.trim().to_owned(),
+                target: String::new(),
+            },
+        },
+    }
+}
+
+fn number<T: std::str::FromStr>(text: &str, flag: &str) -> Result<T, Failure> {
+    text.trim()
+        .parse()
+        .map_err(|_| Failure::Input(anyhow!("{flag}: '{text}' is not a whole number")))
+}
+
+/// The edits of `plan edit`, in the documented order.
+fn edits_of(command: &PlanCommand) -> Result<Vec<Edit>, Failure> {
+    let PlanCommand::Edit {
+        edits,
+        set_parallelism,
+        set_partitioner,
+        set_slot_sharing_group,
+        chain,
+        unchain,
+        set_ttl,
+        tap,
+        ..
+    } = command
+    else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for e in edits {
+        out.push(
+            serde_json::from_str(e)
+                .map_err(|err| Failure::Input(anyhow!("--edit '{e}': invalid edit: {err}")))?,
+        );
+    }
+    for p in set_parallelism {
+        let (v, n) = split_pair(p, '=', "--set-parallelism")?;
+        out.push(Edit::SetParallelism {
+            vertex: v.to_owned(),
+            parallelism: number(n, "--set-parallelism")?,
+        });
+    }
+    for p in set_partitioner {
+        let (e, part) = p.rsplit_once('=').ok_or_else(|| {
+            Failure::Input(anyhow!(
+                "--set-partitioner '{p}': expected EDGE=PARTITIONER"
+            ))
+        })?;
+        out.push(Edit::SetPartitioner {
+            edge: edge_ref(e),
+            partitioner: part.trim().to_owned(),
+        });
+    }
+    for p in set_slot_sharing_group {
+        let (v, g) = split_pair(p, '=', "--set-slot-sharing-group")?;
+        out.push(Edit::SetSlotSharingGroup {
+            vertex: v.to_owned(),
+            group: g.to_owned(),
+        });
+    }
+    for e in chain {
+        out.push(Edit::Chain { edge: edge_ref(e) });
+    }
+    for u in unchain {
+        let (v, k) = u
+            .rsplit_once(':')
+            .ok_or_else(|| Failure::Input(anyhow!("--unchain '{u}': expected VERTEX:K")))?;
+        out.push(Edit::Unchain {
+            vertex: v.to_owned(),
+            at: number(k, "--unchain")?,
+            new_vertex: None,
+        });
+    }
+    for t in set_ttl {
+        let (path, value) = t.rsplit_once('=').ok_or_else(|| {
+            Failure::Input(anyhow!(
+                "--set-ttl '{t}': expected VERTEX/OPERATOR/STATE=TTL"
+            ))
+        })?;
+        let parts: Vec<&str> = path.splitn(3, '/').collect();
+        let [vertex, operator, state] = parts.as_slice() else {
+            return Err(Failure::Input(anyhow!(
+                "--set-ttl '{t}': expected VERTEX/OPERATOR/STATE=TTL"
+            )));
+        };
+        let ttl_ms = if value.trim().eq_ignore_ascii_case("none") {
+            None
+        } else {
+            Some(parse_duration_ms(value).map_err(Failure::input)?)
+        };
+        out.push(Edit::SetStateTtl {
+            vertex: (*vertex).to_owned(),
+            operator: (*operator).to_owned(),
+            state: (*state).to_owned(),
+            ttl_ms,
+        });
+    }
+    for t in tap {
+        let (v, side) = t
+            .rsplit_once(':')
+            .ok_or_else(|| Failure::Input(anyhow!("--tap '{t}': expected VERTEX:input|output")))?;
+        let side = match side.trim() {
+            "input" => TapSide::Input,
+            "output" => TapSide::Output,
+            other => {
+                return Err(Failure::Input(anyhow!(
+                    "--tap '{t}': side '{other}' is not input or output"
+                )))
+            }
+        };
+        out.push(Edit::AddTap {
+            vertex: v.to_owned(),
+            side,
+            name: None,
+        });
+    }
+    Ok(out)
+}
+
+fn edit(command: &PlanCommand) -> Result<(), Failure> {
+    let PlanCommand::Edit {
+        file,
+        load,
+        output,
+        format,
+        ..
+    } = command
+    else {
+        return Ok(());
+    };
+    if file == output {
+        return Err(Failure::Input(anyhow!(
+            "--output {} is the input file; an edit writes a new file",
+            output.display()
+        )));
+    }
+    let edits = edits_of(command)?;
+    if edits.is_empty() {
+        return Err(Failure::Input(anyhow!(
+            "no edit given (--edit, --set-parallelism, --set-partitioner, ...)"
+        )));
+    }
+    let original = read_plan(file, &load.options())?;
+    let mut plan = original.clone();
+    for e in &edits {
+        plan = e.apply(&plan).map_err(Failure::input)?;
+    }
+    let mut text = plan.to_json_pretty();
+    text.push('\n');
+    std::fs::write(output, text)
+        .with_context(|| format!("writing {}", output.display()))
+        .map_err(Failure::Work)?;
+    let d = diff(&original, &plan);
+    match format {
+        Format::Json => print_json(&json!({
+            "output": output.display().to_string(),
+            "edits": edits,
+            "channels": d.channels.1,
+            "diff": d,
+        })),
+        Format::Text => {
+            println!(
+                "wrote {} ({} edits; channels {} -> {})",
+                output.display(),
+                edits.len(),
+                thousands(d.channels.0),
+                thousands(d.channels.1)
+            );
+            Ok(())
+        }
+    }
+}
+
+fn ttl(
+    file: &Path,
+    set: Option<&str>,
+    output: Option<&Path>,
+    format: Format,
+) -> Result<(), Failure> {
+    let bytes = read_input(file)?;
+    let plan = CompiledPlan::parse(&bytes)
+        .with_context(|| format!("reading {}", file.display()))
+        .map_err(Failure::Input)?;
+    let (plan, written) = match (set, output) {
+        (Some(spec), Some(out)) => {
+            let (target, value) = spec.rsplit_once('=').ok_or_else(|| {
+                Failure::Input(anyhow!("--set '{spec}': expected NODE:STATE=TTL"))
+            })?;
+            let (node, state) = split_pair(target, ':', "--set")?;
+            let node: i64 = number(node, "--set")?;
+            let ms = parse_duration_ms(value).map_err(Failure::input)?;
+            let edited = plan.with_ttl(node, state, ms).map_err(Failure::input)?;
+            if out == file {
+                return Err(Failure::Input(anyhow!(
+                    "--output {} is the input file; an edit writes a new file",
+                    out.display()
+                )));
+            }
+            std::fs::write(out, edited.text())
+                .with_context(|| format!("writing {}", out.display()))
+                .map_err(Failure::Work)?;
+            (edited, Some(out.display().to_string()))
+        }
+        _ => (plan, None),
+    };
+    match format {
+        Format::Json => print_json(&json!({
+            "flink_version": plan.flink_version(),
+            "nodes": plan.node_count(),
+            "stateful_operators": plan.stateful_operators(),
+            "output": written,
+        })),
+        Format::Text => {
+            for o in plan.stateful_operators() {
+                for s in &o.states {
+                    println!(
+                        "node {} {} state {} ({}) ttl {}",
+                        o.id, o.kind, s.index, s.name, s.ttl
+                    );
+                }
+            }
+            if plan.stateful_operators().is_empty() {
+                println!("no stateful operators");
+            }
+            if let Some(w) = written {
+                println!("wrote {w}");
+            }
+            Ok(())
+        }
+    }
+}
+
+pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    let service = RunningService::start(ServiceConfig {
+        address: args.address,
+        max_body_bytes: args.max_body_bytes,
+        max_plans: args.max_plans,
+        ..ServiceConfig::default()
+    })
+    .map_err(Failure::input)?;
+    eprintln!(
+        "planning service listening on {}; Ctrl-C stops it",
+        service.url()
+    );
+    // Tests and scripts read the address from the first line of standard output.
+    println!("{}", service.url());
+    service.wait();
+    Ok(())
 }

@@ -1,0 +1,218 @@
+//! `conflux plan ...` and `conflux serve` end to end: the binary, its outputs and exit codes.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn conflux(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_conflux"))
+        .args(args)
+        .output()
+        .expect("conflux runs")
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn json_of(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn stats_channels_rebalance_vs_rescale() {
+    for (name, channels) in [
+        ("flink-plans/rebalance-2000-1000.plan.json", 2_000_000u64),
+        ("flink-plans/rescale-2000-1000.plan.json", 2_000),
+    ] {
+        let out = conflux(&["plan", "stats", &fixture(name), "--format", "json"]);
+        assert!(out.status.success(), "{name}: {out:?}");
+        assert_eq!(json_of(&out)["channels"], channels, "{name}");
+    }
+    // --parallelism scales every vertex above 1.
+    let out = conflux(&[
+        "plan",
+        "stats",
+        &fixture("flink-plans/wordcount-streaming-p4.plan.json"),
+        "--parallelism",
+        "100",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json_of(&out)["channels"], 10_000);
+    let text = conflux(&[
+        "plan",
+        "stats",
+        &fixture("flink-plans/rebalance-2000-1000.plan.json"),
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("could be RESCALE: 2,000,000 -> 2,000 channels"),
+        "{text}"
+    );
+}
+
+#[test]
+fn edit_writes_a_new_file_and_refusals_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_path = dir.path().join("rescaled.json");
+    let out_str = out_path.display().to_string();
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &fixture("flink-plans/rebalance-2000-1000.plan.json"),
+        "--set-partitioner",
+        "0=RESCALE",
+        "--output",
+        &out_str,
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(json_of(&out)["channels"], 2_000);
+    let stats = conflux(&["plan", "stats", &out_str, "--format", "json"]);
+    assert_eq!(json_of(&stats)["channels"], 2_000);
+    // diff and compat between the two.
+    let d = conflux(&[
+        "plan",
+        "diff",
+        &fixture("flink-plans/rebalance-2000-1000.plan.json"),
+        &out_str,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(
+        json_of(&d)["channels"],
+        serde_json::json!([2_000_000, 2_000])
+    );
+    let c = conflux(&[
+        "plan",
+        "compat",
+        &fixture("flink-plans/rebalance-2000-1000.plan.json"),
+        &out_str,
+        "--format",
+        "json",
+    ]);
+    assert_eq!(json_of(&c)["verdict"], "COMPATIBLE_AS_IS");
+
+    // A keyed edge cannot become RESCALE: exit 2, the reason on stderr, {"error"} on stdout.
+    let refused = conflux(&[
+        "plan",
+        "edit",
+        &fixture("flink-plans/wordcount-streaming-p4.plan.json"),
+        "--set-partitioner",
+        "0=RESCALE",
+        "--output",
+        &dir.path().join("x.json").display().to_string(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("keyed") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    assert!(json_of(&refused)["error"]
+        .as_str()
+        .is_some_and(|e| e.contains("HASH")));
+    // A missing file is invalid input too.
+    let missing = conflux(&["plan", "stats", "/nonexistent/plan.json"]);
+    assert_eq!(missing.status.code(), Some(2));
+}
+
+#[test]
+fn ttl_lists_and_edits_compiled_plans() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = fixture("flink-plans/nexmark-q18.compiled-plan.json");
+    let out = conflux(&["plan", "ttl", &plan, "--format", "json"]);
+    let v = json_of(&out);
+    assert_eq!(
+        v["stateful_operators"][0]["states"][0]["name"],
+        "deduplicateState"
+    );
+    let edited = dir.path().join("q18.json");
+    let out = conflux(&[
+        "plan",
+        "ttl",
+        &plan,
+        "--set",
+        "5:deduplicateState=1 h",
+        "--output",
+        &edited.display().to_string(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let mut original: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plan).expect("read")).expect("json");
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&edited).expect("read")).expect("json");
+    for n in original["nodes"].as_array_mut().expect("nodes") {
+        if n["id"] == 5 {
+            n["state"][0]["ttl"] = "3600000 ms".into();
+        }
+    }
+    assert_eq!(written, original);
+    let bad = conflux(&[
+        "plan",
+        "ttl",
+        &plan,
+        "--set",
+        "5:nope=1 h",
+        "--output",
+        "/tmp/never.json",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn serve_answers_over_http() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_conflux"))
+        .args(["serve", "--address", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("address line");
+    let addr = line.trim().trim_start_matches("http://").to_owned();
+    let request = |method: &str, path: &str, body: &[u8]| -> String {
+        let mut s = std::net::TcpStream::connect(&addr).expect("connect");
+        write!(
+            s,
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
+        .expect("write");
+        s.write_all(body).expect("body");
+        let mut response = String::new();
+        s.read_to_string(&mut response).expect("read");
+        response
+    };
+    let plan = std::fs::read(fixture("flink-plans/rescale-2000-1000.plan.json")).expect("plan");
+    let created = request("POST", "/plans", &plan);
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    let stats = request("GET", "/plans/p1/stats", b"");
+    assert!(
+        stats.starts_with("HTTP/1.1 200") && stats.contains("\"channels\":2000"),
+        "{stats}"
+    );
+    let missing = request("GET", "/plans/p9/stats", b"");
+    assert!(
+        missing.starts_with("HTTP/1.1 404") && missing.contains("unknown plan 'p9'"),
+        "{missing}"
+    );
+    child.kill().expect("kill");
+    let _ = child.wait();
+}

@@ -1,0 +1,299 @@
+//! Plan edits, refusal reasons, versions and diffs.
+
+use conflux_graph::json::JobGraphJson;
+use conflux_graph::JobGraph;
+use conflux_planner::versions::total_channels;
+use conflux_planner::{diff, EdgeRef, Edit, PlanError, TapSide, VersionedPlan};
+
+use crate::plan;
+
+/// A streaming job: src -(REBALANCE)-> map -(HASH)-> agg -(FORWARD)-> sink; agg has keyed state.
+fn job() -> JobGraphJson {
+    plan(
+        r#"{"name": "job", "job_type": "streaming", "vertices": [
+          {"id": "src", "parallelism": 4},
+          {"id": "map", "parallelism": 2, "max_parallelism": 8, "operators": [{"uid": "m1", "name": "parse"}, {"uid": "m2", "name": "filter"}]},
+          {"id": "agg", "parallelism": 2, "operators": [{"uid": "agg", "name": "count", "state": [{"name": "acc", "kind": "value", "key_type": "STRING", "value_type": "BIGINT"}]}]},
+          {"id": "sink", "parallelism": 2, "co_location_group": "c"},
+          {"id": "sink2", "parallelism": 2, "co_location_group": "c"}],
+         "edges": [
+          {"source": "src", "target": "map", "distribution_pattern": "all_to_all", "result_partition_type": "pipelined_bounded", "ship_strategy": "REBALANCE"},
+          {"source": "map", "target": "agg", "distribution_pattern": "all_to_all", "result_partition_type": "pipelined_bounded", "ship_strategy": "HASH[word]"},
+          {"source": "agg", "target": "sink", "distribution_pattern": "pointwise", "result_partition_type": "pipelined_bounded", "ship_strategy": "FORWARD"},
+          {"source": "sink", "target": "sink2", "distribution_pattern": "pointwise", "result_partition_type": "pipelined_bounded", "ship_strategy": "FORWARD"}]}"#,
+    )
+}
+
+/// Applies `edit` and expects a refusal whose message contains every fragment.
+fn refused(edit: Edit, fragments: &[&str]) {
+    let e = edit.apply(&job()).expect_err("refused");
+    let text = e.to_string();
+    for f in fragments {
+        assert!(text.contains(f), "'{text}' lacks '{f}'");
+    }
+}
+
+#[test]
+fn refusal_reasons() {
+    refused(
+        Edit::SetPartitioner {
+            edge: EdgeRef::Index(1),
+            partitioner: "REBALANCE".into(),
+        },
+        &["set_partitioner on edge 1 refused", "HASH[word]", "keyed"],
+    );
+    refused(
+        Edit::SetPartitioner {
+            edge: EdgeRef::Index(2),
+            partitioner: "RESCALE".into(),
+        },
+        &["the edge is FORWARD", "only REBALANCE and RESCALE"],
+    );
+    refused(
+        Edit::SetPartitioner {
+            edge: EdgeRef::Index(0),
+            partitioner: "BROADCAST".into(),
+        },
+        &["'BROADCAST' is not REBALANCE or RESCALE"],
+    );
+    refused(
+        Edit::SetPartitioner {
+            edge: EdgeRef::Index(0),
+            partitioner: "REBALANCE".into(),
+        },
+        &["already REBALANCE"],
+    );
+    refused(
+        Edit::SetParallelism {
+            vertex: "map".into(),
+            parallelism: 9,
+        },
+        &["parallelism 9 is above its max parallelism 8"],
+    );
+    refused(
+        Edit::SetParallelism {
+            vertex: "src".into(),
+            parallelism: 129,
+        },
+        &["above its max parallelism (Flink's default", "128"],
+    );
+    refused(
+        Edit::SetParallelism {
+            vertex: "src".into(),
+            parallelism: 0,
+        },
+        &["at least 1"],
+    );
+    refused(
+        Edit::SetSlotSharingGroup {
+            vertex: "sink".into(),
+            group: "side".into(),
+        },
+        &["co-located", "sink2"],
+    );
+    refused(
+        Edit::Chain {
+            edge: EdgeRef::Index(1),
+        },
+        &["only a FORWARD edge can be chained"],
+    );
+    refused(
+        Edit::Unchain {
+            vertex: "agg".into(),
+            at: 1,
+            new_vertex: None,
+        },
+        &["only a chain of two or more can be split"],
+    );
+    refused(
+        Edit::SetStateTtl {
+            vertex: "agg".into(),
+            operator: "agg".into(),
+            state: "acc".into(),
+            ttl_ms: Some(0),
+        },
+        &["at least 1 ms"],
+    );
+    refused(
+        Edit::AddTap {
+            vertex: "src".into(),
+            side: TapSide::Input,
+            name: None,
+        },
+        &["source", "no inputs"],
+    );
+    // Unknown names are errors of their own kind.
+    assert!(matches!(
+        Edit::SetParallelism { vertex: "nope".into(), parallelism: 2 }.apply(&job()),
+        Err(PlanError::UnknownVertex(v)) if v == "nope"
+    ));
+    assert!(matches!(
+        Edit::Chain {
+            edge: EdgeRef::Endpoints {
+                source: "src".into(),
+                target: "agg".into()
+            }
+        }
+        .apply(&job()),
+        Err(PlanError::UnknownEdge { .. })
+    ));
+    assert!(matches!(
+        Edit::SetStateTtl {
+            vertex: "agg".into(),
+            operator: "agg".into(),
+            state: "nope".into(),
+            ttl_ms: None
+        }
+        .apply(&job()),
+        Err(PlanError::UnknownState { .. })
+    ));
+}
+
+#[test]
+fn accepted_edits_give_valid_plans() {
+    let j = job();
+    let rescaled = Edit::SetPartitioner {
+        edge: EdgeRef::Endpoints {
+            source: "src".into(),
+            target: "map".into(),
+        },
+        partitioner: "rescale".into(),
+    }
+    .apply(&j)
+    .expect("rebalance -> rescale");
+    assert_eq!(rescaled.edges[0].distribution_pattern, "pointwise");
+    assert_eq!(total_channels(&j) - total_channels(&rescaled), 8 - 4);
+
+    let unchained = Edit::Unchain {
+        vertex: "map".into(),
+        at: 1,
+        new_vertex: None,
+    }
+    .apply(&j)
+    .expect("unchain");
+    assert!(unchained.vertices.iter().any(|v| v.id == "map-1"));
+    assert!(unchained
+        .edges
+        .iter()
+        .any(|e| e.source == "map-1" && e.target == "agg"));
+    let rechained = Edit::Chain {
+        edge: EdgeRef::Endpoints {
+            source: "map".into(),
+            target: "map-1".into(),
+        },
+    }
+    .apply(&unchained)
+    .expect("chain");
+    assert_eq!(rechained.vertices.len(), j.vertices.len());
+    assert!(
+        diff(&j, &rechained).is_empty(),
+        "{:?}",
+        diff(&j, &rechained)
+    );
+
+    let tapped = Edit::AddTap {
+        vertex: "agg".into(),
+        side: TapSide::Input,
+        name: None,
+    }
+    .apply(&j)
+    .expect("tap input");
+    let tap = tapped
+        .edges
+        .iter()
+        .find(|e| e.target == "tap-agg-input")
+        .expect("tap edge");
+    assert_eq!(tap.source, "map");
+    assert_eq!(tap.ship_strategy.as_deref(), Some("HASH[word]"));
+    let tapped = Edit::AddTap {
+        vertex: "agg".into(),
+        side: TapSide::Output,
+        name: Some("debug".into()),
+    }
+    .apply(&tapped)
+    .expect("tap output");
+    JobGraph::from_json(&tapped).expect("valid");
+    assert!(tapped
+        .edges
+        .iter()
+        .any(|e| e.source == "agg" && e.target == "debug"));
+}
+
+#[test]
+fn versions_and_diff() {
+    let mut p = VersionedPlan::new(job()).expect("valid");
+    p.apply(
+        Edit::SetParallelism {
+            vertex: "map".into(),
+            parallelism: 8,
+        },
+        None,
+    )
+    .expect("v2");
+    p.apply(
+        Edit::SetStateTtl {
+            vertex: "agg".into(),
+            operator: "count".into(),
+            state: "acc".into(),
+            ttl_ms: Some(3_600_000),
+        },
+        Some(1),
+    )
+    .expect("v3 from v1");
+    assert_eq!(p.latest().number, 3);
+    assert_eq!(p.latest().parent, Some(1));
+    assert!(matches!(
+        p.get(4),
+        Err(PlanError::UnknownVersion {
+            version: 4,
+            latest: 3
+        })
+    ));
+    let d = diff(&p.get(1).expect("v1").plan, &p.get(2).expect("v2").plan);
+    assert_eq!(d.vertices_changed.len(), 1);
+    assert_eq!(d.vertices_changed[0].id, "map");
+    assert_eq!(d.vertices_changed[0].fields[0].field, "parallelism");
+    assert_eq!(d.channels, (16, 52));
+    let d = diff(&p.get(1).expect("v1").plan, &p.get(3).expect("v3").plan);
+    assert_eq!(
+        d.vertices_changed[0].fields[0].field,
+        "operators[agg].state[acc].ttl_ms"
+    );
+    // A refused edit adds no version.
+    assert!(p
+        .apply(
+            Edit::SetParallelism {
+                vertex: "map".into(),
+                parallelism: 100
+            },
+            None
+        )
+        .is_err());
+    assert_eq!(p.versions().len(), 3);
+}
+
+#[test]
+fn edits_read_and_write_json() {
+    let e: Edit = serde_json::from_str(
+        r#"{"kind": "set_partitioner", "edge": {"source": "a", "target": "b"}, "partitioner": "RESCALE"}"#,
+    )
+    .expect("edit json");
+    assert_eq!(
+        e,
+        Edit::SetPartitioner {
+            edge: EdgeRef::Endpoints {
+                source: "a".into(),
+                target: "b".into()
+            },
+            partitioner: "RESCALE".into()
+        }
+    );
+    let e: Edit = serde_json::from_str(r#"{"kind": "chain", "edge": 3}"#).expect("edit json");
+    assert_eq!(
+        e,
+        Edit::Chain {
+            edge: EdgeRef::Index(3)
+        }
+    );
+    assert!(serde_json::from_str::<Edit>(r#"{"kind": "chain", "edge": 3, "extra": 1}"#).is_err());
+}

@@ -1,0 +1,143 @@
+//! The HTTP planning service end to end, over real HTTP on a free loopback port.
+
+use conflux_planner::service::{RunningService, ServiceConfig};
+use serde_json::{json, Value};
+
+use crate::flink_fixture;
+
+fn start(max_body_bytes: usize) -> RunningService {
+    RunningService::start(ServiceConfig {
+        address: "127.0.0.1:0".parse().expect("addr"),
+        max_body_bytes,
+        ..ServiceConfig::default()
+    })
+    .expect("service starts")
+}
+
+async fn call(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    body: Option<Vec<u8>>,
+) -> (u16, Value) {
+    let mut req = client.request(method, url);
+    if let Some(b) = body {
+        req = req.body(b);
+    }
+    let resp = req.send().await.expect("request");
+    let status = resp.status().as_u16();
+    let text = resp.text().await.expect("body");
+    let value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    (status, value)
+}
+
+#[test]
+fn service_end_to_end() {
+    let service = start(4 << 20);
+    let base = service.url();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        use reqwest::Method;
+        let c = reqwest::Client::new();
+        let (s, v) = call(&c, Method::GET, format!("{base}/health"), None).await;
+        assert_eq!((s, v["status"].as_str()), (200, Some("ok")));
+
+        // Submit the rebalance plan (Flink's JSON plan).
+        let plan = std::fs::read(flink_fixture("rebalance-2000-1000.plan.json")).expect("fixture");
+        let (s, v) = call(&c, Method::POST, format!("{base}/plans"), Some(plan)).await;
+        assert_eq!(s, 201, "{v}");
+        let id = v["id"].as_str().expect("id").to_owned();
+
+        let (s, v) = call(&c, Method::GET, format!("{base}/plans/{id}/stats"), None).await;
+        assert_eq!(s, 200, "{v}");
+        assert_eq!(v["channels"], 2_000_000);
+        let suggestion = v["suggestions"][0].clone();
+        assert_eq!(suggestion["kind"], "rebalance_to_rescale");
+
+        let (s, v) = call(&c, Method::GET, format!("{base}/plans/{id}/regions"), None).await;
+        assert_eq!((s, v["count"].as_u64(), v["largest"].as_u64()), (200, Some(1), Some(3000)));
+
+        // Apply the suggested edit: version 2 has 2,000 channels.
+        let edit = serde_json::to_vec(&suggestion["edit"]).expect("edit");
+        let (s, v) = call(&c, Method::POST, format!("{base}/plans/{id}/edits"), Some(edit)).await;
+        assert_eq!((s, v["version"].as_u64()), (201, Some(2)), "{v}");
+        let (_, v) = call(&c, Method::GET, format!("{base}/plans/{id}/stats?version=2"), None).await;
+        assert_eq!(v["channels"], 2_000);
+        let (_, v) = call(&c, Method::GET, format!("{base}/plans/{id}/stats?version=1"), None).await;
+        assert_eq!(v["channels"], 2_000_000);
+
+        // A refused edit: 409 with the reason; no version added.
+        let hash = json!({"kind": "set_partitioner", "edge": 0, "partitioner": "BROADCAST"});
+        let (s, v) = call(&c, Method::POST, format!("{base}/plans/{id}/edits"),
+            Some(serde_json::to_vec(&hash).expect("json"))).await;
+        assert_eq!((s, v["code"].as_str()), (409, Some("edit_refused")), "{v}");
+        assert!(v["error"].as_str().expect("error").contains("not REBALANCE or RESCALE"));
+
+        let (s, v) = call(&c, Method::GET, format!("{base}/plans/{id}/versions"), None).await;
+        assert_eq!(s, 200);
+        assert_eq!(v["versions"].as_array().expect("versions").len(), 2);
+        assert_eq!(v["versions"][1]["edit"]["kind"], "set_partitioner");
+        let (s, v) = call(&c, Method::GET, format!("{base}/plans/{id}/versions/2"), None).await;
+        assert_eq!((s, v["edges"][0]["ship_strategy"].as_str()), (200, Some("RESCALE")));
+
+        let (s, v) = call(&c, Method::GET, format!("{base}/plans/{id}/diff?from=1&to=2"), None).await;
+        assert_eq!(s, 200);
+        assert_eq!(v["diff"]["channels"], json!([2_000_000, 2_000]));
+        assert_eq!(v["diff"]["edges_changed"][0]["fields"][0]["field"], "distribution_pattern");
+
+        let (s, v) = call(&c, Method::GET, format!("{base}/plans/{id}/compat?from=1&to=2"), None).await;
+        assert_eq!((s, v["report"]["verdict"].as_str()), (200, Some("COMPATIBLE_AS_IS")), "{v}");
+
+        // Compatibility of two posted plans.
+        let body = json!({
+            "old": {"job_type": "streaming", "vertices": [{"id": "a", "parallelism": 2, "operators": [{"uid": "x", "name": "agg", "state": [{"name": "s", "kind": "value", "key_type": "K", "value_type": "ROW<a INT, b INT>"}]}]}]},
+            "new": {"job_type": "streaming", "vertices": [{"id": "a", "parallelism": 2, "operators": [{"uid": "x", "name": "agg", "state": [{"name": "s", "kind": "value", "key_type": "K", "value_type": "ROW<b INT, a INT>"}]}]}]}
+        });
+        let (s, v) = call(&c, Method::POST, format!("{base}/compat"), Some(serde_json::to_vec(&body).expect("json"))).await;
+        assert_eq!((s, v["verdict"].as_str()), (200, Some("INCOMPATIBLE")), "{v}");
+
+        // Compiled plans: states and a TTL edit.
+        let compiled = std::fs::read(flink_fixture("nexmark-q20.compiled-plan.json")).expect("fixture");
+        let (s, v) = call(&c, Method::POST, format!("{base}/compiled-plans/states"), Some(compiled.clone())).await;
+        assert_eq!((s, v["stateful_operators"][0]["id"].as_i64()), (200, Some(11)));
+        let (s, v) = call(&c, Method::POST,
+            format!("{base}/compiled-plans/ttl?node=11&state=rightState&ttl=1%20h"), Some(compiled)).await;
+        assert_eq!(s, 200);
+        let ttl = v["nodes"].as_array().expect("nodes").iter()
+            .find(|n| n["id"] == 11).expect("node 11")["state"][1]["ttl"].clone();
+        assert_eq!(ttl, "3600000 ms");
+
+        // Errors: JSON with a 4xx status naming the problem.
+        for (method, path, body, status, code) in [
+            (Method::GET, "/plans/p999/stats".to_owned(), None, 404, "unknown_plan"),
+            (Method::GET, format!("/plans/{id}/stats?version=9"), None, 404, "unknown_version"),
+            (Method::GET, format!("/plans/{id}/stats?version=x"), None, 400, "bad_query"),
+            (Method::POST, "/plans".to_owned(), Some(b"{not json".to_vec()), 422, "invalid_plan"),
+            (Method::POST, "/plans".to_owned(), Some(br#"{"job_type": "streaming", "vertices": [], "bogus": 1}"#.to_vec()), 422, "invalid_plan"),
+            (Method::POST, format!("/plans/{id}/edits"), Some(br#"{"kind": "explode"}"#.to_vec()), 400, "bad_edit"),
+            (Method::POST, format!("/plans/{id}/edits"), Some(br#"{"kind": "set_parallelism", "vertex": "nope", "parallelism": 2}"#.to_vec()), 404, "unknown_item"),
+            (Method::POST, "/plans".to_owned(), Some(vec![b' '; 5 << 20]), 413, "body_too_large"),
+            (Method::GET, "/nowhere".to_owned(), None, 404, "unknown_endpoint"),
+            (Method::DELETE, "/plans".to_owned(), None, 405, "method_not_allowed"),
+            (Method::POST, "/compiled-plans/ttl?node=11&state=leftState".to_owned(), Some(b"{}".to_vec()), 400, "bad_query"),
+        ] {
+            // A fresh connection each: a server answering 413 before reading the body closes it.
+            let fresh = reqwest::Client::new();
+            let (s, v) = call(&fresh, method, format!("{base}{path}"), body).await;
+            assert_eq!((s, v["code"].as_str()), (status, Some(code)), "{path}: {v}");
+            assert!(!v["error"].as_str().expect("message").is_empty());
+        }
+
+        let (s, v) = call(&c, Method::GET, format!("{base}/plans"), None).await;
+        assert_eq!((s, v["plans"].as_array().map(Vec::len)), (200, Some(1)));
+    });
+    drop(service);
+}
+
+#[test]
+fn service_binds_loopback_by_default() {
+    assert!(ServiceConfig::default().address.ip().is_loopback());
+}

@@ -269,6 +269,11 @@ pub struct Scheduler {
     slot_queue: VecDeque<((u32, u32), u64)>,
     requests: HashMap<u32, RegionRequest>,
     next_request: u32,
+    /// Requests whose slots are all assigned, deployed at the end of the current call.
+    ready_requests: Vec<u32>,
+    /// Slots were freed or requested during the current call; the queue is served at its end,
+    /// after cancellations and failovers, so that no slot goes to a task about to be cancelled.
+    slots_dirty: bool,
 
     pending_restarts: Vec<PendingRestart>,
     out: Vec<Command>,
@@ -369,6 +374,8 @@ impl Scheduler {
             slot_queue: VecDeque::new(),
             requests: HashMap::new(),
             next_request: 0,
+            ready_requests: Vec::new(),
+            slots_dirty: false,
             pending_restarts: Vec::new(),
             out: Vec::new(),
             digest: 0xcbf2_9ce4_8422_2325,
@@ -502,7 +509,7 @@ impl Scheduler {
                 for s in 0..slots {
                     self.free_slots.insert((location.id.0, s));
                 }
-                self.serve_slot_queue(now_ms);
+                self.slots_dirty = true;
             }
             Event::TaskManagerLost(tm) => self.task_manager_lost(tm, now_ms)?,
             Event::TaskRunning(a) => {
@@ -565,6 +572,7 @@ impl Scheduler {
                 }
             }
         }
+        self.finish_call();
         let out = std::mem::take(&mut self.out);
         for c in &out {
             self.mix_command(c);
@@ -801,7 +809,6 @@ impl Scheduler {
             self.request_of[v as usize] = id;
             self.request_slot(v, now_ms);
         }
-        self.maybe_deploy(id);
         Ok(())
     }
 
@@ -830,7 +837,7 @@ impl Scheduler {
                 key,
                 now_ms.saturating_add(self.config.slot_request_timeout_ms),
             ));
-            self.serve_slot_queue(now_ms);
+            self.slots_dirty = true;
         }
     }
 
@@ -843,12 +850,14 @@ impl Scheduler {
         let id = self.request_of[v as usize];
         if let Some(request) = self.requests.get_mut(&id) {
             request.missing -= 1;
+            if request.missing == 0 {
+                self.ready_requests.push(id);
+            }
         }
     }
 
     /// Gives free slots to waiting shared slots, first come first served.
-    fn serve_slot_queue(&mut self, _now_ms: u64) {
-        let mut completed = Vec::new();
+    fn serve_slot_queue(&mut self) {
         while let Some(&(key, _)) = self.slot_queue.front() {
             let Some(&(tm, slot)) = self.free_slots.iter().next() else {
                 break;
@@ -871,51 +880,53 @@ impl Scheduler {
             shared.users += index_u32(waiting.len());
             for v in waiting {
                 self.assign(v, allocation);
-                completed.push(self.request_of[v as usize]);
             }
-        }
-        completed.sort_unstable();
-        completed.dedup();
-        for id in completed {
-            self.maybe_deploy(id);
         }
     }
 
-    /// Emits the deploy command of a request once all its slots are assigned (Flink deploys a
-    /// request only when every slot of it is there).
-    fn maybe_deploy(&mut self, id: u32) {
-        let Some(request) = self.requests.get(&id) else {
-            return;
-        };
-        if request.missing > 0 {
-            return;
-        }
-        let Some(request) = self.requests.remove(&id) else {
-            return;
-        };
-        let mut tasks = Vec::with_capacity(request.vertices.len());
-        for v in request.vertices {
-            self.request_of[v as usize] = NO_REQUEST;
-            self.state[v as usize] = ExecutionState::Deploying;
-            if let Some(allocation) = self.allocation[v as usize] {
-                tasks.push((
-                    ExecutionAttemptId {
-                        vertex: v,
-                        attempt: self.attempt[v as usize],
-                    },
-                    allocation,
-                ));
+    /// End of a call: serves the slot queue once (after every cancellation of the call), then
+    /// emits one deploy command per request whose slots are all assigned, in region
+    /// (topological) order. Flink deploys a request only when every slot of it is there.
+    fn finish_call(&mut self) {
+        if self.slots_dirty {
+            self.slots_dirty = false;
+            if self.status == JobStatus::Running {
+                self.serve_slot_queue();
             }
         }
-        self.out.push(Command::Deploy {
-            region: request.region,
-            tasks,
-        });
+        if self.ready_requests.is_empty() {
+            return;
+        }
+        let mut ready: Vec<RegionRequest> = std::mem::take(&mut self.ready_requests)
+            .into_iter()
+            .filter_map(|id| self.requests.remove(&id))
+            .collect();
+        ready.sort_by_key(|r| r.region);
+        for request in ready {
+            let mut tasks = Vec::with_capacity(request.vertices.len());
+            for v in request.vertices {
+                self.request_of[v as usize] = NO_REQUEST;
+                self.state[v as usize] = ExecutionState::Deploying;
+                if let Some(allocation) = self.allocation[v as usize] {
+                    tasks.push((
+                        ExecutionAttemptId {
+                            vertex: v,
+                            attempt: self.attempt[v as usize],
+                        },
+                        allocation,
+                    ));
+                }
+            }
+            self.out.push(Command::Deploy {
+                region: request.region,
+                tasks,
+            });
+        }
     }
 
     /// Returns a vertex's logical slot; the physical slot goes back to the pool when no subtask
     /// of its sharing group uses or waits for it.
-    fn release_slot(&mut self, v: u32, now_ms: u64) {
+    fn release_slot(&mut self, v: u32, _now_ms: u64) {
         let key = self.sharing_key(v);
         let had = self.allocation[v as usize].take();
         let Some(shared) = self.shared_slots.get_mut(&key) else {
@@ -936,7 +947,7 @@ impl Scheduler {
             if !shared.queued {
                 self.shared_slots.remove(&key);
             }
-            self.serve_slot_queue(now_ms);
+            self.slots_dirty = true;
         }
     }
 
@@ -1165,10 +1176,14 @@ impl Scheduler {
         }
     }
 
-    /// Cancels the running members of a restart set; finished ones stay finished until reset.
+    /// Cancels the running members of a restart set. Finished ones stay FINISHED until they are
+    /// reset, but their partitions stop counting as produced now: no consumer may be scheduled
+    /// against a partition that is about to be replaced (Flink keeps counting them until the
+    /// reset, after the restart delay).
     fn cancel_for_restart(&mut self, set: &[u32], now_ms: u64) {
         for &x in set {
             match self.state[x as usize] {
+                ExecutionState::Finished => self.unproduce_partitions(x),
                 ExecutionState::Deploying
                 | ExecutionState::Initializing
                 | ExecutionState::Running => {
@@ -1186,6 +1201,30 @@ impl Scheduler {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// A vertex's partitions no longer hold all data: blocking ones count as unfinished in every
+    /// group containing them again (Flink's `partitionUnfinished`), and none is available.
+    fn unproduce_partitions(&mut self, v: u32) {
+        for p in self
+            .graph
+            .produced_partitions(ExecutionVertexIndex(v))
+            .collect::<Vec<_>>()
+        {
+            let i = self.graph.partition_index(p) as usize;
+            let t = self
+                .graph
+                .job_graph()
+                .data_set(p.result)
+                .result_partition_type;
+            if self.data_produced[i] && t.is_blocking_or_blocking_persistent() {
+                for cvg in self.graph.consumer_vertex_groups(p) {
+                    self.unfinished_partitions[cvg.0 as usize] += 1;
+                }
+            }
+            self.data_produced[i] = false;
+            self.lost[i] = true;
         }
     }
 
@@ -1219,22 +1258,13 @@ impl Scheduler {
                 }
                 self.region_unfinished[region.idx()] += 1;
             }
+            self.unproduce_partitions(v);
             for p in self.graph.produced_partitions(vertex).collect::<Vec<_>>() {
+                // The new attempt's partitions exist afresh.
                 let i = self.graph.partition_index(p) as usize;
-                let t = self
-                    .graph
-                    .job_graph()
-                    .data_set(p.result)
-                    .result_partition_type;
-                if self.data_produced[i] && t.is_blocking_or_blocking_persistent() {
-                    for cvg in self.graph.consumer_vertex_groups(p) {
-                        self.unfinished_partitions[cvg.0 as usize] += 1;
-                    }
-                }
                 for cvg in self.graph.consumer_vertex_groups(p) {
                     self.group_released[cvg.0 as usize] = false;
                 }
-                self.data_produced[i] = false;
                 self.lost[i] = false;
                 self.released[i] = false;
             }
@@ -1289,13 +1319,14 @@ impl Scheduler {
                     self.lost[i] = true;
                 }
             } else if !self.state[v].is_terminal() && self.state[v] != ExecutionState::Created {
-                failed.push(index_u32(v));
+                failed.push((index_u32(v), self.attempt[v]));
             }
         }
-        for v in failed {
-            // Each failure is handled on its own; later ones of vertices an earlier failover
-            // already reset are stale and skipped.
+        for (v, attempt) in failed {
+            // Each failure is handled on its own; a vertex an earlier failover of this loss
+            // already cancelled or restarted (its attempt moved on) is skipped.
             if self.status == JobStatus::Running
+                && self.attempt[v as usize] == attempt
                 && !self.state[v as usize].is_terminal()
                 && self.state[v as usize] != ExecutionState::Created
             {
@@ -1303,7 +1334,7 @@ impl Scheduler {
                 self.vertex_failed(v, None, now_ms)?;
             }
         }
-        self.serve_slot_queue(now_ms);
+        self.slots_dirty = true;
         Ok(())
     }
 
@@ -1332,6 +1363,7 @@ impl Scheduler {
             self.allocation[v] = None;
         }
         self.requests.clear();
+        self.ready_requests.clear();
         self.shared_slots.clear();
         self.slot_queue.clear();
         self.pending_restarts.clear();

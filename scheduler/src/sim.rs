@@ -354,6 +354,13 @@ pub fn simulate(
                     _ => {}
                 }
             }
+            // A deploy of this call may already be cancelled again (e.g. a restart that fell due
+            // with a TaskManager loss): only current, deploying attempts are shipped.
+            deploys.retain(|(a, _)| {
+                let v = ExecutionVertexIndex(a.vertex);
+                scheduler.attempt(v) == *a
+                    && scheduler.state(v) == conflux_deploy::ExecutionState::Deploying
+            });
             if deploys.is_empty() {
                 continue;
             }

@@ -170,7 +170,7 @@ impl GraphSpec {
             vec![None; n]
         };
         let total: u64 = types.iter().map(|(_, w)| w).sum();
-        let mut pick_type = |rng: &mut Rng| {
+        let pick_type = |rng: &mut Rng| {
             let mut x = rng.below(total);
             for &(t, w) in types {
                 if x < w {
@@ -337,7 +337,8 @@ impl Explicit {
                     result: conflux_graph::IntermediateDataSetIndex(r as u32),
                     partition: p,
                 });
-                partition_producer[global as usize] = (producers.start + p, ds.result_partition_type);
+                partition_producer[global as usize] =
+                    (producers.start + p, ds.result_partition_type);
                 produced[(producers.start + p) as usize].push(global);
             }
         }
@@ -385,7 +386,9 @@ impl Explicit {
                     .iter()
                     .filter(|&&(_, partition, t)| !available(partition, t))
                     .map(|&(producer, _, _)| producer);
-                let downstream = self.outputs[v.idx()].iter().map(|&(consumer, _, _)| consumer);
+                let downstream = self.outputs[v.idx()]
+                    .iter()
+                    .map(|&(consumer, _, _)| consumer);
                 for other in upstream.chain(downstream).collect::<Vec<_>>() {
                     let r = regions.region_of(ExecutionVertexIndex(other));
                     if !restart[r.idx()] {
@@ -441,8 +444,10 @@ impl PartitionAvailability for Tracked<'_> {
     }
 }
 
-const ALL_PATTERNS: [DistributionPattern; 2] =
-    [DistributionPattern::Pointwise, DistributionPattern::AllToAll];
+const ALL_PATTERNS: [DistributionPattern; 2] = [
+    DistributionPattern::Pointwise,
+    DistributionPattern::AllToAll,
+];
 
 fn raw_edge() -> impl Strategy<Value = RawEdge> {
     (
@@ -591,7 +596,15 @@ fn pointwise_pairs_match_flinks_worked_examples() {
     };
     assert_eq!(
         consumers(3, 7),
-        [vec![0], vec![0], vec![0], vec![1], vec![1], vec![2], vec![2]]
+        [
+            vec![0],
+            vec![0],
+            vec![0],
+            vec![1],
+            vec![1],
+            vec![2],
+            vec![2]
+        ]
     );
     assert_eq!(consumers(7, 3), [vec![0, 1], vec![2, 3], vec![4, 5, 6]]);
     assert_eq!(consumers(4, 3), [vec![0], vec![1], vec![2, 3]]);
@@ -691,7 +704,7 @@ fn region_to_restart_benchmark_shape_through_the_scheduler() {
             id: TaskManagerId(0),
             data_address: ([10, 0, 0, 1], 6121).into(),
         };
-        let mut handle = |scheduler: &mut Scheduler, event: Event| {
+        let handle = |scheduler: &mut Scheduler, event: Event| {
             scheduler.handle(0, event).expect("valid event")
         };
         handle(
@@ -708,15 +721,18 @@ fn region_to_restart_benchmark_shape_through_the_scheduler() {
                 _ => 0,
             })
             .sum();
-        let attempt = |v: u32| ExecutionAttemptId { vertex: v, attempt: 0 };
+        let attempt = |v: u32| ExecutionAttemptId {
+            vertex: v,
+            attempt: 0,
+        };
         if partition_type == ResultPartitionType::Blocking {
             assert_eq!(deployed, 4000, "the sources");
             for v in 0..4000 {
                 handle(&mut scheduler, Event::TaskRunning(attempt(v)));
                 handle(&mut scheduler, Event::TaskFinished(attempt(v)));
             }
-            assert!((4000..8000).all(|v| scheduler.state(ExecutionVertexIndex(v))
-                == ExecutionState::Deploying));
+            assert!((4000..8000)
+                .all(|v| scheduler.state(ExecutionVertexIndex(v)) == ExecutionState::Deploying));
         } else {
             assert_eq!(deployed, 8000);
             for v in 0..8000 {

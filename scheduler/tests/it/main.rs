@@ -3,4 +3,7 @@
 // Test graphs are tiny: index casts cannot truncate.
 #![allow(clippy::cast_possible_truncation)]
 
+mod failover_reference;
 mod replay;
+mod simulation;
+mod slots;

@@ -380,14 +380,17 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
             "local_hits": hits,
         })
     };
-    run::run(
+    let result = run::run(
         &args.file,
         &args.load.options(),
         &options,
         &blobs,
         &blob_report,
         args.format,
-    )
+    );
+    // The server, the caches and their temporary directory go before the exit code does.
+    drop(blobs);
+    result
 }
 
 fn simulate(

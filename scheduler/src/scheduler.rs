@@ -204,13 +204,6 @@ struct SharedSlot {
 }
 
 #[derive(Debug)]
-struct RegionRequest {
-    region: PipelinedRegionIndex,
-    vertices: Vec<u32>,
-    missing: u32,
-}
-
-#[derive(Debug)]
 struct PendingRestart {
     due_ms: u64,
     vertices: Vec<(u32, u32)>,
@@ -237,7 +230,6 @@ pub struct Scheduler {
     allocation: Vec<Option<AllocationId>>,
     /// Where the current attempt's partitions are (kept after it finishes).
     location: Vec<Option<TaskManagerLocation>>,
-    request_of: Vec<u32>,
     unfinished_vertices: u32,
 
     // Per partition (global index).
@@ -267,9 +259,10 @@ pub struct Scheduler {
     slot_sharing_group_of: Vec<u32>,
     shared_slots: HashMap<(u32, u32), SharedSlot>,
     slot_queue: VecDeque<((u32, u32), u64)>,
-    requests: HashMap<u32, RegionRequest>,
-    next_request: u32,
-    /// Requests whose slots are all assigned, deployed at the end of the current call.
+    /// Per region, the slots its open deploy request still misses (`NO_REQUEST`: none open). A
+    /// region has at most one request: it is scheduled only when not scheduled.
+    missing_slots: Vec<u32>,
+    /// Regions whose request has every slot, deployed at the end of the current call.
     ready_requests: Vec<u32>,
     /// Slots were freed or requested during the current call; the queue is served at its end,
     /// after cancellations and failovers, so that no slot goes to a task about to be cancelled.
@@ -352,7 +345,6 @@ impl Scheduler {
             attempt: vec![0; n],
             allocation: vec![None; n],
             location: vec![None; n],
-            request_of: vec![NO_REQUEST; n],
             unfinished_vertices: index_u32(n),
             data_produced: vec![false; partitions],
             lost: vec![false; partitions],
@@ -372,8 +364,7 @@ impl Scheduler {
             slot_sharing_group_of,
             shared_slots: HashMap::new(),
             slot_queue: VecDeque::new(),
-            requests: HashMap::new(),
-            next_request: 0,
+            missing_slots: vec![NO_REQUEST; regions.len()],
             ready_requests: Vec::new(),
             slots_dirty: false,
             pending_restarts: Vec::new(),
@@ -793,20 +784,13 @@ impl Scheduler {
             return Err(SchedulerError::RegionNotCreated(r));
         }
         self.scheduled[r as usize] = true;
-        let vertices: Vec<u32> = self.regions.member_indices(region).to_vec();
-        let id = self.next_request;
-        self.next_request = self.next_request.wrapping_add(1);
-        self.requests.insert(
-            id,
-            RegionRequest {
-                region,
-                missing: index_u32(vertices.len()),
-                vertices: vertices.clone(),
-            },
-        );
-        for v in vertices {
+        let regions = Arc::clone(&self.regions);
+        let members = regions.member_indices(region);
+        self.missing_slots[r as usize] = index_u32(members.len());
+        for &v in members {
             self.state[v as usize] = ExecutionState::Scheduled;
-            self.request_of[v as usize] = id;
+        }
+        for &v in members {
             self.request_slot(v, now_ms);
         }
         Ok(())
@@ -847,11 +831,13 @@ impl Scheduler {
             .task_managers
             .get(&allocation.task_manager)
             .map(|(l, _)| *l);
-        let id = self.request_of[v as usize];
-        if let Some(request) = self.requests.get_mut(&id) {
-            request.missing -= 1;
-            if request.missing == 0 {
-                self.ready_requests.push(id);
+        let r = self.regions.region_of(ExecutionVertexIndex(v)).idx();
+        if self.missing_slots[r] != NO_REQUEST
+            && self.state[v as usize] == ExecutionState::Scheduled
+        {
+            self.missing_slots[r] -= 1;
+            if self.missing_slots[r] == 0 {
+                self.ready_requests.push(index_u32(r));
             }
         }
     }
@@ -897,15 +883,18 @@ impl Scheduler {
         if self.ready_requests.is_empty() {
             return;
         }
-        let mut ready: Vec<RegionRequest> = std::mem::take(&mut self.ready_requests)
-            .into_iter()
-            .filter_map(|id| self.requests.remove(&id))
-            .collect();
-        ready.sort_by_key(|r| r.region);
-        for request in ready {
-            let mut tasks = Vec::with_capacity(request.vertices.len());
-            for v in request.vertices {
-                self.request_of[v as usize] = NO_REQUEST;
+        let mut ready = std::mem::take(&mut self.ready_requests);
+        ready.sort_unstable();
+        let regions = Arc::clone(&self.regions);
+        for r in ready {
+            // Cancelled since it became ready.
+            if self.missing_slots[r as usize] != 0 {
+                continue;
+            }
+            self.missing_slots[r as usize] = NO_REQUEST;
+            let members = regions.member_indices(PipelinedRegionIndex(r));
+            let mut tasks = Vec::with_capacity(members.len());
+            for &v in members {
                 self.state[v as usize] = ExecutionState::Deploying;
                 if let Some(allocation) = self.allocation[v as usize] {
                     tasks.push((
@@ -918,7 +907,7 @@ impl Scheduler {
                 }
             }
             self.out.push(Command::Deploy {
-                region: request.region,
+                region: PipelinedRegionIndex(r),
                 tasks,
             });
         }
@@ -1169,11 +1158,8 @@ impl Scheduler {
     }
 
     fn cancel_request(&mut self, v: u32) {
-        let id = self.request_of[v as usize];
-        if id != NO_REQUEST {
-            self.request_of[v as usize] = NO_REQUEST;
-            self.requests.remove(&id);
-        }
+        let r = self.regions.region_of(ExecutionVertexIndex(v)).idx();
+        self.missing_slots[r] = NO_REQUEST;
     }
 
     /// Cancels the running members of a restart set. Finished ones stay FINISHED until they are
@@ -1362,7 +1348,7 @@ impl Scheduler {
             }
             self.allocation[v] = None;
         }
-        self.requests.clear();
+        self.missing_slots.fill(NO_REQUEST);
         self.ready_requests.clear();
         self.shared_slots.clear();
         self.slot_queue.clear();

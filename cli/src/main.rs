@@ -140,7 +140,7 @@ struct BlobServerArgs {
     /// Listen address; port 0 picks a free port.
     #[arg(long, default_value = "127.0.0.1:6124")]
     address: std::net::SocketAddr,
-    /// Durable copy in this local directory (default: <storage-dir>/durable).
+    /// Durable copy in this local directory (default: `<storage-dir>/durable`).
     #[arg(long, conflicts_with = "s3_bucket")]
     durable_dir: Option<PathBuf>,
     /// Durable copy in this S3 bucket instead (S3-compatible; see the --s3-* options).

@@ -79,21 +79,8 @@ pub(crate) struct CheckpointSimArgs {
     /// Keep objects in memory instead of a local directory.
     #[arg(long, conflicts_with = "s3_bucket")]
     memory: bool,
-    /// Keep objects in this S3-compatible bucket (see the --s3-* options).
-    #[arg(long, requires_all = ["s3_access_key", "s3_secret_key"])]
-    s3_bucket: Option<String>,
-    /// S3 endpoint, e.g. http://127.0.0.1:9000 (default: AWS).
-    #[arg(long)]
-    s3_endpoint: Option<String>,
-    /// S3 access key id.
-    #[arg(long)]
-    s3_access_key: Option<String>,
-    /// S3 secret access key.
-    #[arg(long)]
-    s3_secret_key: Option<String>,
-    /// S3 key prefix.
-    #[arg(long)]
-    s3_prefix: Option<String>,
+    #[command(flatten)]
+    s3: crate::s3::S3Args,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
@@ -191,16 +178,12 @@ pub(crate) fn run_sim(args: &CheckpointSimArgs) -> Result<(), Failure> {
     let temp;
     let storage = if args.memory {
         StorageConfig::Memory
-    } else if let (Some(bucket), Some(key), Some(secret)) =
-        (&args.s3_bucket, &args.s3_access_key, &args.s3_secret_key)
-    {
+    } else if let Some((bucket, key, secret)) = args.s3.credentials() {
         let mut s3 = S3Config::new(bucket, key, secret);
-        s3.endpoint.clone_from(&args.s3_endpoint);
-        s3.allow_http = args
-            .s3_endpoint
-            .as_deref()
-            .is_some_and(|e| e.starts_with("http://"));
-        s3.prefix.clone_from(&args.s3_prefix);
+        s3.endpoint.clone_from(&args.s3.s3_endpoint);
+        s3.region.clone_from(&args.s3.s3_region);
+        s3.allow_http = args.s3.allow_http();
+        s3.prefix.clone_from(&args.s3.s3_prefix);
         StorageConfig::S3(s3)
     } else if let Some(dir) = &args.storage_dir {
         StorageConfig::Local { dir: dir.clone() }

@@ -19,6 +19,7 @@ mod descriptors;
 mod inspect;
 mod plan;
 mod run;
+mod s3;
 
 // The graph code allocates little, but a runtime embedding the CLI's job wants a fast allocator.
 #[global_allocator]
@@ -143,21 +144,9 @@ struct BlobServerArgs {
     /// Durable copy in this local directory (default: `<storage-dir>/durable`).
     #[arg(long, conflicts_with = "s3_bucket")]
     durable_dir: Option<PathBuf>,
-    /// Durable copy in this S3 bucket instead (S3-compatible; see the --s3-* options).
-    #[arg(long, requires_all = ["s3_access_key", "s3_secret_key"])]
-    s3_bucket: Option<String>,
-    /// S3 endpoint, e.g. http://127.0.0.1:9000 (default: AWS).
-    #[arg(long)]
-    s3_endpoint: Option<String>,
-    /// S3 access key id.
-    #[arg(long)]
-    s3_access_key: Option<String>,
-    /// S3 secret access key.
-    #[arg(long)]
-    s3_secret_key: Option<String>,
-    /// S3 region.
-    #[arg(long, default_value = "us-east-1")]
-    s3_region: String,
+    /// Durable copy in an S3-compatible bucket instead.
+    #[command(flatten)]
+    s3: s3::S3Args,
     /// Require `Authorization: Bearer <token>` on blob requests.
     #[arg(long)]
     auth_token: Option<String>,
@@ -442,16 +431,12 @@ fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
     if let Some(dir) = &args.durable_dir {
         config.durable = DurableStoreConfig::Local { dir: dir.clone() };
     }
-    if let (Some(bucket), Some(key), Some(secret)) =
-        (&args.s3_bucket, &args.s3_access_key, &args.s3_secret_key)
-    {
-        let mut s3 = S3Config::new(bucket.clone(), key.clone(), secret.clone());
-        s3.endpoint.clone_from(&args.s3_endpoint);
-        s3.region.clone_from(&args.s3_region);
-        s3.allow_http = args
-            .s3_endpoint
-            .as_deref()
-            .is_some_and(|e| e.starts_with("http://"));
+    if let Some((bucket, key, secret)) = args.s3.credentials() {
+        let mut s3 = S3Config::new(bucket.to_owned(), key.to_owned(), secret.to_owned());
+        s3.endpoint.clone_from(&args.s3.s3_endpoint);
+        s3.region.clone_from(&args.s3.s3_region);
+        s3.prefix.clone_from(&args.s3.s3_prefix);
+        s3.allow_http = args.s3.allow_http();
         config.durable = DurableStoreConfig::S3(s3);
     }
     let server = BlobServer::start_blocking(config).map_err(Failure::input)?;

@@ -71,7 +71,7 @@ pub(crate) fn run(
     impl sim::Observer for Progress<'_> {
         fn on_progress(&mut self, done: u64, _total: u64) {
             if let Some(bar) = self.0 {
-                if done % 256 == 0 || done == self.1 {
+                if done.is_multiple_of(256) || done == self.1 {
                     bar.set_position(done);
                 }
             }

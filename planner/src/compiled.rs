@@ -240,7 +240,7 @@ pub fn parse_duration_ms(text: &str) -> Result<u64, PlanError> {
         _ => return Err(err("unknown unit (expected ms, s, min, h, d, ...)")),
     };
     let total = u128::from(number) * nanos;
-    if total % 1_000_000 != 0 {
+    if !total.is_multiple_of(1_000_000) {
         return Err(err("not a whole number of milliseconds"));
     }
     u64::try_from(total / 1_000_000).map_err(|_| err("too large"))

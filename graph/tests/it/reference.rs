@@ -615,13 +615,13 @@ fn flink_1_12_pointwise(u: u32, d: u32, i: u32) -> (u32, u32) {
     if u == d {
         (i, i + 1)
     } else if u < d {
-        let p = if d % u == 0 {
+        let p = if d.is_multiple_of(u) {
             i / (d / u)
         } else {
             int(float(i) / (float(d) / float(u)))
         };
         (p, p + 1)
-    } else if u % d == 0 {
+    } else if u.is_multiple_of(d) {
         (i * (u / d), (i + 1) * (u / d))
     } else {
         let factor = float(u) / float(d);

@@ -1181,7 +1181,7 @@ fn run_seeds(seeds: std::ops::Range<u64>, rerun_every: u64) -> Vec<SeedResult> {
                 }
                 let case = Case::for_seed(seed);
                 let result = run_case(&case);
-                let rerun_digest = (rerun_every > 0 && seed % rerun_every == 0)
+                let rerun_digest = (rerun_every > 0 && seed.is_multiple_of(rerun_every))
                     .then(|| run_case(&case).map(|o| o.report.trace_digest));
                 results
                     .lock()

@@ -119,7 +119,6 @@ fn service_end_to_end() {
             (Method::POST, "/plans".to_owned(), Some(br#"{"job_type": "streaming", "vertices": [], "bogus": 1}"#.to_vec()), 422, "invalid_plan"),
             (Method::POST, format!("/plans/{id}/edits"), Some(br#"{"kind": "explode"}"#.to_vec()), 400, "bad_edit"),
             (Method::POST, format!("/plans/{id}/edits"), Some(br#"{"kind": "set_parallelism", "vertex": "nope", "parallelism": 2}"#.to_vec()), 404, "unknown_item"),
-            (Method::POST, "/plans".to_owned(), Some(vec![b' '; 5 << 20]), 413, "body_too_large"),
             (Method::GET, "/nowhere".to_owned(), None, 404, "unknown_endpoint"),
             (Method::DELETE, "/plans".to_owned(), None, 405, "method_not_allowed"),
             (Method::POST, "/compiled-plans/ttl?node=11&state=leftState".to_owned(), Some(b"{}".to_vec()), 400, "bad_query"),
@@ -129,6 +128,19 @@ fn service_end_to_end() {
             let (s, v) = call(&fresh, method, format!("{base}{path}"), body).await;
             assert_eq!((s, v["code"].as_str()), (status, Some(code)), "{path}: {v}");
             assert!(!v["error"].as_str().expect("message").is_empty());
+        }
+
+        // An oversized body: the server answers 413 without reading it all and closes the
+        // connection, so a client still writing may see the connection break instead. Either way
+        // the body is refused; a clean answer must be the 413.
+        let fresh = reqwest::Client::new();
+        match fresh.post(format!("{base}/plans")).body(vec![b' '; 5 << 20]).send().await {
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                let v: Value = serde_json::from_str(&resp.text().await.expect("body")).expect("JSON");
+                assert_eq!((status, v["code"].as_str()), (413, Some("body_too_large")), "{v}");
+            }
+            Err(e) => assert!(e.is_request() || e.is_body(), "unexpected error: {e:?}"),
         }
 
         let (s, v) = call(&c, Method::GET, format!("{base}/plans"), None).await;

@@ -16,8 +16,8 @@ use conflux_graph::{
     generate, ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph,
     PipelinedRegions, ResultPartitionType,
 };
-use conflux_scheduler::sim::{simulate, MemoryBlobEnvironment, SimulationConfig};
 use conflux_scheduler::{tasks_to_restart, FailoverStrategy, JobStatus, PartitionAvailability};
+use conflux_sim::{simulate, MemoryBlobEnvironment, SimulationConfig};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 fn build(n: u32, t: ResultPartitionType) -> (Arc<ExecutionGraph>, Arc<PipelinedRegions>) {

@@ -12,7 +12,7 @@ use conflux_blob::{
     BlobServerConfig, BlobStore, BlobWriter, Bytes, DurableStoreConfig, JobId,
 };
 use conflux_deploy::TaskManagerId;
-use conflux_scheduler::sim::BlobEnvironment;
+use conflux_sim::BlobEnvironment;
 
 /// The blob server and the TaskManagers' caches of one run.
 pub(crate) struct EmbeddedBlobs {

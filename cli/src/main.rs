@@ -345,7 +345,7 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
         task_managers: args.task_managers,
         slots: args.slots,
         seed: args.seed,
-        faults: conflux_scheduler::sim::Faults {
+        faults: conflux_sim::Faults {
             task_failure: args.task_failure_rate,
             partition_not_found: args.partition_not_found_rate,
             task_manager_losses: args.task_manager_losses,
@@ -395,8 +395,8 @@ fn simulate(
     let regions =
         Arc::new(conflux_graph::PipelinedRegions::compute(&graph).map_err(Failure::input)?);
     let script_bytes = read_input(script)?;
-    let script = conflux_scheduler::script::Script::parse(&script_bytes).map_err(Failure::input)?;
-    let out = conflux_scheduler::script::replay(graph, regions, &script).map_err(Failure::input)?;
+    let script = conflux_sim::script::Script::parse(&script_bytes).map_err(Failure::input)?;
+    let out = conflux_sim::script::replay(graph, regions, &script).map_err(Failure::input)?;
     match format {
         Format::Json => println!(
             "{}",
@@ -410,9 +410,9 @@ fn simulate(
                     format!("event {}", entry.event)
                 };
                 let (what, names) = match &entry.what {
-                    conflux_scheduler::script::TimelineKind::Deploy(v) => ("deploy", v),
-                    conflux_scheduler::script::TimelineKind::Restart(v) => ("restart", v),
-                    conflux_scheduler::script::TimelineKind::Release(v) => ("release", v),
+                    conflux_sim::script::TimelineKind::Deploy(v) => ("deploy", v),
+                    conflux_sim::script::TimelineKind::Restart(v) => ("restart", v),
+                    conflux_sim::script::TimelineKind::Release(v) => ("release", v),
                 };
                 println!("{at:>9}  {what:<7} {}", names.join(" "));
             }

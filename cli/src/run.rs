@@ -11,8 +11,8 @@ use anyhow::anyhow;
 use conflux_deploy::OffloadRule;
 use conflux_graph::load::{self, LoadOptions};
 use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
-use conflux_scheduler::sim::{self, BlobEnvironment, Faults, SimulationConfig};
 use conflux_scheduler::{FailoverStrategy, JobStatus, RestartStrategy};
+use conflux_sim::{self as sim, BlobEnvironment, Faults, SimulationConfig};
 use serde_json::{json, Value};
 
 use crate::{read_input, Failure, Format};

@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use crate::job_graph::index_u32;
+use crate::index_vec::{impl_idx, index_u32};
 use crate::{
     DistributionPattern, GraphError, IntermediateDataSetIndex, JobEdgeIndex, JobGraph,
     JobVertexIndex, ResultPartitionType,
@@ -39,6 +39,26 @@ impl ExecutionVertexIndex {
         self.0 as usize
     }
 }
+
+/// Global index of an intermediate result partition over the whole graph: the partitions of one
+/// result are a contiguous range, results in data set order. Indexes per-partition state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PartitionIndex(pub u32);
+
+impl PartitionIndex {
+    /// The index as a `usize`.
+    #[inline]
+    pub fn idx(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl_idx!(
+    ExecutionVertexIndex,
+    ConsumedPartitionGroupId,
+    ConsumerVertexGroupId,
+    PartitionIndex
+);
 
 impl ConsumedPartitionGroupId {
     /// The paired consumer vertex group.
@@ -395,8 +415,32 @@ impl ExecutionGraph {
     }
 
     /// Global index of a partition (for per-partition state arrays), O(1).
-    pub fn partition_index(&self, id: IntermediateResultPartitionId) -> u32 {
-        self.partition_offsets[id.result.idx()] + id.partition
+    ///
+    /// # Panics
+    /// If `id.result` is not a result of this graph or `id.partition` is not below its producer's
+    /// parallelism (a bad partition number would otherwise name the next result's partition).
+    /// Use [`checked_partition_index`](Self::checked_partition_index) for untrusted ids.
+    pub fn partition_index(&self, id: IntermediateResultPartitionId) -> PartitionIndex {
+        self.checked_partition_index(id).unwrap_or_else(|| {
+            panic!(
+                "partition {} of result {} is not in this execution graph",
+                id.partition, id.result.0
+            )
+        })
+    }
+
+    /// Global index of a partition, or `None` when the result or partition number is out of
+    /// range. O(1).
+    pub fn checked_partition_index(
+        &self,
+        id: IntermediateResultPartitionId,
+    ) -> Option<PartitionIndex> {
+        let r = id.result.idx();
+        let (start, end) = (
+            *self.partition_offsets.get(r)?,
+            *self.partition_offsets.get(r + 1)?,
+        );
+        (id.partition < end - start).then_some(PartitionIndex(start + id.partition))
     }
 
     /// The expansion of one job edge.

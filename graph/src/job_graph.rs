@@ -1,5 +1,6 @@
 //! The validated, index-resolved job graph.
 
+use crate::index_vec::index_u32;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::fmt;
@@ -36,6 +37,7 @@ macro_rules! impl_index {
     )*};
 }
 impl_index!(JobVertexIndex, JobEdgeIndex, IntermediateDataSetIndex);
+crate::index_vec::impl_idx!(JobVertexIndex, JobEdgeIndex, IntermediateDataSetIndex);
 
 /// Whether a job runs unbounded (streaming) or bounded (batch) data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -613,12 +615,6 @@ impl JobGraph {
             + self.vertices.iter().map(|v| v.id.len()).sum::<usize>();
         vertices + operators + edges + data_sets + index
     }
-}
-
-/// Converts a position known to fit (bounded by [`MAX_EXECUTION_VERTICES`] or the input's
-/// length) into a `u32` index.
-pub(crate) fn index_u32(i: usize) -> u32 {
-    u32::try_from(i).unwrap_or_else(|_| unreachable!("bug: index {i} does not fit in u32"))
 }
 
 /// Names one cycle among the vertices Kahn's algorithm could not order (those with

@@ -23,6 +23,7 @@ mod error;
 mod execution_graph;
 pub mod flink_plan;
 pub mod generate;
+mod index_vec;
 mod job_graph;
 pub mod json;
 pub mod load;
@@ -33,8 +34,9 @@ pub use error::GraphError;
 pub use execution_graph::{
     ConsumedPartitionGroup, ConsumedPartitionGroupId, ConsumerVertexGroup, ConsumerVertexGroupId,
     EdgeConnection, ExecutionGraph, ExecutionVertexId, ExecutionVertexIndex,
-    IntermediateResultPartitionId,
+    IntermediateResultPartitionId, PartitionIndex,
 };
+pub use index_vec::{index_u32, Idx, IndexVec};
 pub use job_graph::{
     default_max_parallelism, IntermediateDataSet, IntermediateDataSetIndex, JobEdge, JobEdgeIndex,
     JobGraph, JobType, JobVertex, JobVertexIndex, MAX_EXECUTION_VERTICES,

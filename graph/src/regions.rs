@@ -18,7 +18,7 @@
 
 use std::ops::Range;
 
-use crate::job_graph::index_u32;
+use crate::index_vec::index_u32;
 use crate::{
     DistributionPattern, ExecutionGraph, ExecutionVertexId, ExecutionVertexIndex, GraphError,
     JobGraph, JobVertexIndex,
@@ -41,6 +41,8 @@ impl PipelinedRegionIndex {
 /// topological order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LogicalRegionIndex(pub u32);
+
+crate::index_vec::impl_idx!(PipelinedRegionIndex, LogicalRegionIndex);
 
 /// A partition of items `0..n` into regions, stored as item -> region plus region -> members in
 /// compressed sparse rows. Members are sorted ascending; regions are numbered by their smallest
@@ -346,6 +348,11 @@ impl PipelinedRegions {
     /// The vertices of a region as raw dense indices, ascending (topological order). O(1).
     pub fn member_indices(&self, region: PipelinedRegionIndex) -> &[u32] {
         self.regions.members(region.idx())
+    }
+
+    /// Every region index, ascending (topological order of first vertices).
+    pub fn indices(&self) -> impl Iterator<Item = PipelinedRegionIndex> + use<> {
+        (0..self.len()).map(|r| PipelinedRegionIndex(index_u32(r)))
     }
 
     /// Size of each region, in region order.

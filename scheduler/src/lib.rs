@@ -5,18 +5,27 @@
 //! TaskManagers lost, time passing), [`Command`]s out (deploy a region's tasks, cancel, restart,
 //! release partition groups). It does no I/O, owns no threads and reads no clock, so every run
 //! replays exactly from its events. Building deployment descriptors happens outside it (the
-//! scheduler implements [`conflux_deploy::ProducerStates`] for that).
+//! scheduler implements [`conflux_deploy::ProducerStates`] for that); the simulator and the
+//! runtime that drive it live in other crates.
+//!
+//! The modules follow Flink's components: [`api`] (events, commands, settings, errors), the
+//! scheduler's state and dispatch, the scheduling strategy, the slot pool, partition release,
+//! failure handling over the failover strategy and the restart back-off, and the trace digest.
 
-mod failover;
+pub mod api;
+mod failover_strategy;
+mod failure_handling;
+mod partition_release;
+mod restart_backoff;
 mod scheduler;
-pub mod script;
-pub mod sim;
-mod topology;
+mod scheduling_strategy;
+mod slot_pool;
+mod trace;
 
-pub use failover::{
-    tasks_to_restart, FailoverStrategy, PartitionAvailability, RestartStrategy, FLINK_MAX_ATTEMPTS,
-};
-pub use scheduler::{
-    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
+pub use api::{
+    Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError,
     DEFAULT_SLOT_REQUEST_TIMEOUT_MS,
 };
+pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
+pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
+pub use scheduler::Scheduler;

@@ -13,8 +13,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use conflux_graph::json::JobGraphJson;
 use conflux_graph::{
     ExecutionGraph, ExecutionVertexIndex, IntermediateDataSetIndex, IntermediateResultPartitionId,
-    JobEdgeIndex, JobVertexIndex, LogicalRegionIndex, PipelinedRegionIndex, PipelinedRegions,
-    ResultPartitionType,
+    JobEdgeIndex, JobVertexIndex, LogicalRegionIndex, PartitionIndex, PipelinedRegionIndex,
+    PipelinedRegions, ResultPartitionType,
 };
 use petgraph::algo::{is_cyclic_directed, tarjan_scc};
 use petgraph::graph::{DiGraph, NodeIndex};
@@ -455,7 +455,9 @@ fn check_expansion(spec: &GraphSpec) {
     }
     assert_eq!(
         partitions,
-        (0..graph.num_partitions()).collect::<BTreeSet<_>>()
+        (0..graph.num_partitions())
+            .map(PartitionIndex)
+            .collect::<BTreeSet<_>>()
     );
 }
 

@@ -4,6 +4,4 @@
 #![allow(clippy::cast_possible_truncation)]
 
 mod failover_reference;
-mod replay;
-mod simulation;
 mod slots;

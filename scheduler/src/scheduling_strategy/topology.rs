@@ -2,8 +2,8 @@
 //! `PipelinedRegionSchedulingStrategy` initialisation, FLINK-21330 / FLINK-22077).
 
 use conflux_graph::{
-    ConsumedPartitionGroupId, ExecutionGraph, ExecutionVertexIndex, PipelinedRegionIndex,
-    PipelinedRegions,
+    index_u32, ConsumedPartitionGroupId, ExecutionGraph, ExecutionVertexIndex, IndexVec,
+    PipelinedRegionIndex, PipelinedRegions,
 };
 
 /// Per group and per region facts, computed once in O(N + groups + partitions of groups).
@@ -11,10 +11,10 @@ use conflux_graph::{
 pub(crate) struct SchedulingTopology {
     /// Per group: it has several producer regions and one of its consumer regions is among them.
     /// Only pointwise non-pipelined edges inside a logical region give such groups.
-    pub(crate) cross_region: Vec<bool>,
+    cross_region: IndexVec<ConsumedPartitionGroupId, bool>,
     /// Per group: the region of the producer of its first partition (Flink decides "external"
     /// by the first partition).
-    pub(crate) first_producer_region: Vec<u32>,
+    first_producer_region: IndexVec<ConsumedPartitionGroupId, PipelinedRegionIndex>,
     /// Region -> its non-pipelined consumed groups, de-duplicated, ascending (CSR).
     region_group_offsets: Vec<u32>,
     region_groups: Vec<u32>,
@@ -24,8 +24,8 @@ impl SchedulingTopology {
     /// O(N x inputs + partitions of the consumed groups).
     pub(crate) fn new(graph: &ExecutionGraph, regions: &PipelinedRegions) -> SchedulingTopology {
         let num_groups = graph.num_groups() as usize;
-        let mut first_producer_region = vec![0u32; num_groups];
-        let mut cross_region = vec![false; num_groups];
+        let mut first_producer_region = IndexVec::from_elem(PipelinedRegionIndex(0), num_groups);
+        let mut cross_region = IndexVec::from_elem(false, num_groups);
         for c in graph.connections() {
             if c.result_partition_type.must_be_pipelined_consumed() {
                 continue;
@@ -33,31 +33,31 @@ impl SchedulingTopology {
             let producers = graph.execution_vertices_of(c.producer).start;
             let consumers = graph.execution_vertices_of(c.consumer).start;
             for k in 0..c.num_groups {
-                let g = (c.first_group + k) as usize;
+                let g = ConsumedPartitionGroupId(c.first_group + k);
                 let parts = c.partitions_of_local_group(k);
-                let region = |p: u32| regions.region_of(ExecutionVertexIndex(producers + p)).0;
+                let region = |p: u32| regions.region_of(ExecutionVertexIndex(producers + p));
                 let first = region(parts.start);
                 first_producer_region[g] = first;
                 if parts.clone().all(|p| region(p) == first) {
                     continue;
                 }
-                let mut producer_regions: Vec<u32> = parts.map(region).collect();
+                let mut producer_regions: Vec<PipelinedRegionIndex> = parts.map(region).collect();
                 producer_regions.sort_unstable();
                 producer_regions.dedup();
                 cross_region[g] = c.consumers_of_local_group(k).any(|s| {
-                    let r = regions.region_of(ExecutionVertexIndex(consumers + s)).0;
+                    let r = regions.region_of(ExecutionVertexIndex(consumers + s));
                     producer_regions.binary_search(&r).is_ok()
                 });
             }
         }
 
         // Non-pipelined consumed groups per region, de-duplicated with a last-seen stamp.
-        let mut last_region = vec![u32::MAX; num_groups];
+        let mut last_region: IndexVec<ConsumedPartitionGroupId, Option<PipelinedRegionIndex>> =
+            IndexVec::from_elem(None, num_groups);
         let mut region_group_offsets = Vec::with_capacity(regions.len() + 1);
         let mut region_groups = Vec::new();
         region_group_offsets.push(0);
-        for r in 0..regions.len() {
-            let region = PipelinedRegionIndex(index_u32(r));
+        for region in regions.indices() {
             let start = region_groups.len();
             for v in regions.members(region) {
                 for g in graph.consumed_partition_groups(v) {
@@ -65,8 +65,8 @@ impl SchedulingTopology {
                     if c.result_partition_type.must_be_pipelined_consumed() {
                         continue;
                     }
-                    if last_region[g.0 as usize] != region.0 {
-                        last_region[g.0 as usize] = region.0;
+                    if last_region[g] != Some(region) {
+                        last_region[g] = Some(region);
                         region_groups.push(g.0);
                     }
                 }
@@ -101,12 +101,12 @@ impl SchedulingTopology {
         g: ConsumedPartitionGroupId,
         region: PipelinedRegionIndex,
     ) -> bool {
-        self.first_producer_region[g.0 as usize] != region.0
+        self.first_producer_region[g] != region
     }
 
     /// Whether group `g` is cross-region.
     pub(crate) fn is_cross_region(&self, g: ConsumedPartitionGroupId) -> bool {
-        self.cross_region[g.0 as usize]
+        self.cross_region[g]
     }
 
     /// Heap bytes.
@@ -116,9 +116,4 @@ impl SchedulingTopology {
                 + self.region_group_offsets.capacity()
                 + self.region_groups.capacity())
     }
-}
-
-/// A `usize` position known to fit in `u32` (bounded by the graph's sizes).
-pub(crate) fn index_u32(i: usize) -> u32 {
-    u32::try_from(i).unwrap_or_else(|_| unreachable!("bug: index {i} does not fit in u32"))
 }

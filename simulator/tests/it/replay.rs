@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use conflux_graph::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
 use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
-use conflux_scheduler::script::{replay, Script};
+use conflux_sim::script::{replay, Script};
 use serde_json::{json, Value};
 
 fn graph(

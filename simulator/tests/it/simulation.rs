@@ -1,6 +1,6 @@
 //! Deterministic simulation with seeded faults: random small job graphs (2-6 vertices,
 //! parallelism 1-5, pointwise / all-to-all edges of every simulated partition type, shared data
-//! sets and slot sharing groups sometimes) run through `conflux_scheduler::sim::simulate` with
+//! sets and slot sharing groups sometimes) run through `conflux_sim::simulate` with
 //! seeded task failures, partition-not-found failures, TaskManager losses and blob server
 //! restarts, while an [`Observer`] checks after every scheduler call:
 //!
@@ -44,15 +44,15 @@ use conflux_graph::{
     ExecutionGraph, ExecutionVertexIndex, IntermediateDataSetIndex, IntermediateResultPartitionId,
     JobType, PipelinedRegionIndex, PipelinedRegions,
 };
-use conflux_scheduler::sim::{
-    simulate, Faults, MemoryBlobEnvironment, Observer, SimulationConfig, SimulationReport,
-};
 use conflux_scheduler::{
     Command, Event, FailoverStrategy, FailureCause, JobStatus, RestartStrategy, Scheduler,
 };
+use conflux_sim::{
+    simulate, Faults, MemoryBlobEnvironment, Observer, SimulationConfig, SimulationReport,
+};
 
-use crate::failover_reference::{
-    members_of, type_can_be_available, Explicit, GraphSpec, Rng, SIMULATED_TYPES,
+use conflux_test_support::reference::{
+    members_of, rng_for_seed, type_can_be_available, Explicit, GraphSpec, SIMULATED_TYPES,
 };
 
 /// Seeds of the default run (about 0.25 ms each, in parallel on every core).
@@ -68,7 +68,7 @@ struct Case {
 
 impl Case {
     fn for_seed(seed: u64) -> Case {
-        let mut rng = Rng::new(seed);
+        let mut rng = rng_for_seed(seed);
         let spec = GraphSpec::random(&mut rng, &SIMULATED_TYPES);
         let job_type = if spec.job_type() == "batch" {
             JobType::Batch
@@ -247,7 +247,7 @@ impl<'a> Checker<'a> {
                     result: IntermediateDataSetIndex(r as u32),
                     partition: p,
                 };
-                assert_eq!(graph.partition_index(id) as usize, partition_ids.len());
+                assert_eq!(graph.partition_index(id).idx(), partition_ids.len());
                 partition_ids.push(id);
             }
         }
@@ -333,7 +333,7 @@ impl<'a> Checker<'a> {
                 }
                 Command::ReleaseGroup { partitions, .. } => {
                     for &p in partitions {
-                        self.available[self.graph.partition_index(p) as usize] = false;
+                        self.available[self.graph.partition_index(p).idx()] = false;
                     }
                 }
                 Command::Restart(set) => {
@@ -714,7 +714,7 @@ impl<'a> Checker<'a> {
                 let failed_partition = match cause {
                     FailureCause::PartitionNotFound(p) => {
                         self.stats.partition_not_found_restarts += 1;
-                        Some(self.graph.partition_index(*p))
+                        Some(self.graph.partition_index(*p).0)
                     }
                     _ => None,
                 };

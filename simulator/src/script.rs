@@ -9,12 +9,12 @@ use std::sync::Arc;
 
 use conflux_deploy::{TaskManagerId, TaskManagerLocation};
 use conflux_graph::{
-    ExecutionGraph, ExecutionVertexId, ExecutionVertexIndex, IntermediateResultPartitionId,
-    PipelinedRegions,
+    index_u32, ExecutionGraph, ExecutionVertexId, ExecutionVertexIndex,
+    IntermediateResultPartitionId, PipelinedRegions,
 };
 use serde::{Deserialize, Serialize};
 
-use crate::{
+use conflux_scheduler::{
     Command, Event, FailureCause, JobStatus, RestartStrategy, Scheduler, SchedulerConfig,
     SchedulerError,
 };
@@ -222,7 +222,7 @@ pub fn replay(
     let tm_index: HashMap<String, u32> = task_managers
         .iter()
         .enumerate()
-        .map(|(i, (name, _))| (name.clone(), crate::topology::index_u32(i)))
+        .map(|(i, (name, _))| (name.clone(), index_u32(i)))
         .collect();
 
     let apply = |scheduler: &mut Scheduler,
@@ -287,7 +287,7 @@ pub fn replay(
 
     let start_error = |source| ScriptError::Scheduler { index: 0, source };
     for (i, (_, slots)) in task_managers.iter().enumerate() {
-        let id = crate::topology::index_u32(i);
+        let id = index_u32(i);
         let location = TaskManagerLocation {
             id: TaskManagerId(id),
             data_address: SocketAddr::from((Ipv4Addr::LOCALHOST, 40_000 + (id % 20_000) as u16)),

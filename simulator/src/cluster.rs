@@ -23,7 +23,8 @@ use conflux_graph::{
 };
 use rayon::prelude::*;
 
-use crate::{Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig};
+use conflux_common::SplitMix64;
+use conflux_scheduler::{Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig};
 
 /// Where the simulated cluster's blobs live: a writer for the JobManager and one reader per
 /// TaskManager (its blob cache).
@@ -163,36 +164,6 @@ pub struct SimulationReport {
     pub faults_injected: (u64, u64, u64, u64),
 }
 
-/// SplitMix64: a tiny, well-known seeded generator, enough for durations and faults.
-#[derive(Clone, Debug)]
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next() % n
-        }
-    }
-
-    fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
-
-    fn between(&mut self, (lo, hi): (u64, u64)) -> u64 {
-        lo + self.below(hi.saturating_sub(lo) + 1)
-    }
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum SimEvent {
     Running(ExecutionAttemptId),
@@ -264,7 +235,7 @@ pub fn simulate(
     observer: &mut dyn Observer,
 ) -> Result<SimulationReport, String> {
     let started = Instant::now();
-    let mut rng = Rng(config.seed);
+    let mut rng = SplitMix64::new(config.seed);
     let mut scheduler = Scheduler::new(Arc::clone(&graph), Arc::clone(&regions), config.scheduler);
     let job_id = job_id_of(config.seed);
     let mut factory =
@@ -293,11 +264,11 @@ pub fn simulate(
     // Faults spread over the first stretch of the run.
     let horizon = config.task_duration_ms.1.max(1) * 2;
     for _ in 0..config.faults.task_manager_losses {
-        let at = rng.between((1, horizon));
+        let at = rng.between(1, horizon);
         push(&mut queue, at, SimEvent::LoseTaskManager);
     }
     for _ in 0..config.faults.blob_server_restarts {
-        let at = rng.between((1, horizon));
+        let at = rng.between(1, horizon);
         push(&mut queue, at, SimEvent::RestartBlobServer);
     }
 
@@ -411,7 +382,8 @@ pub fn simulate(
             let mut group_finish: HashMap<u32, u64> = HashMap::new();
             for tdd in &tdds {
                 let a = tdd.execution_attempt;
-                let mut at = now + 1 + rng.between(config.task_duration_ms);
+                let mut at =
+                    now + 1 + rng.between(config.task_duration_ms.0, config.task_duration_ms.1);
                 for gate in &tdd.input_gates {
                     if !gate.partition_type.must_be_pipelined_consumed() {
                         continue;

@@ -1,0 +1,196 @@
+//! The scheduler's API: its settings, the [`Event`]s a runtime feeds it, the [`Command`]s it
+//! answers with, and its errors.
+
+use conflux_deploy::{AllocationId, ExecutionAttemptId, TaskManagerId, TaskManagerLocation};
+use conflux_graph::{
+    ConsumedPartitionGroupId, ExecutionVertexIndex, IntermediateResultPartitionId,
+    PipelinedRegionIndex,
+};
+
+use crate::failover_strategy::FailoverStrategy;
+use crate::restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
+
+/// Flink's `slot.request.timeout` default: 5 minutes.
+pub const DEFAULT_SLOT_REQUEST_TIMEOUT_MS: u64 = 300_000;
+
+/// Settings of a [`Scheduler`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SchedulerConfig {
+    /// Region (default) or full restarts.
+    pub failover: FailoverStrategy,
+    /// Back-off and limit of restarts.
+    pub restart: RestartStrategy,
+    /// How long a slot request may wait before the job fails, ms.
+    pub slot_request_timeout_ms: u64,
+    /// Release consumed partitions while the job runs (Flink's
+    /// `jobmanager.partition.release-during-job-execution`, default true).
+    pub release_partitions_during_execution: bool,
+}
+
+impl Default for SchedulerConfig {
+    fn default() -> Self {
+        SchedulerConfig {
+            failover: FailoverStrategy::Region,
+            restart: RestartStrategy::exponential_default(FLINK_MAX_ATTEMPTS),
+            slot_request_timeout_ms: DEFAULT_SLOT_REQUEST_TIMEOUT_MS,
+            release_partitions_during_execution: true,
+        }
+    }
+}
+
+/// The job's status (Flink's `JobStatus`, the subset a scheduler core drives).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JobStatus {
+    /// Not started.
+    Created,
+    /// Scheduling and running.
+    Running,
+    /// Done.
+    Finished,
+    /// Giving up: cancelling the remaining tasks before FAILED.
+    Failing,
+    /// Gave up: a failure the restart strategy does not allow, or no slots in time.
+    Failed,
+    /// Cancelled by the user.
+    Canceled,
+}
+
+impl JobStatus {
+    /// `CREATED`, `RUNNING`, `FINISHED`, `FAILING`, `FAILED`, `CANCELED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Created => "CREATED",
+            JobStatus::Running => "RUNNING",
+            JobStatus::Finished => "FINISHED",
+            JobStatus::Failing => "FAILING",
+            JobStatus::Failed => "FAILED",
+            JobStatus::Canceled => "CANCELED",
+        }
+    }
+
+    /// FINISHED, FAILED or CANCELED.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            JobStatus::Finished | JobStatus::Failed | JobStatus::Canceled
+        )
+    }
+}
+
+/// Why a task failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FailureCause {
+    /// The task itself failed.
+    Task,
+    /// The task could not read this partition (Flink's `PartitionNotFoundException`): the
+    /// partition counts as unavailable for the failover decision.
+    PartitionNotFound(IntermediateResultPartitionId),
+    /// Its TaskManager was lost.
+    TaskManagerLost,
+}
+
+/// What happened, as the runtime (or simulator) reports it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Event {
+    /// Starts scheduling (once).
+    Start,
+    /// A TaskManager offers `slots` slots.
+    TaskManagerRegistered {
+        /// Where it is.
+        location: TaskManagerLocation,
+        /// Slots offered.
+        slots: u32,
+    },
+    /// A TaskManager is gone: its tasks fail and the partitions stored on it are lost.
+    TaskManagerLost(TaskManagerId),
+    /// A deployed attempt runs.
+    TaskRunning(ExecutionAttemptId),
+    /// An attempt finished.
+    TaskFinished(ExecutionAttemptId),
+    /// An attempt failed.
+    TaskFailed(ExecutionAttemptId, FailureCause),
+    /// These partitions are known lost (before a failover decision).
+    PartitionsLost(Vec<IntermediateResultPartitionId>),
+    /// Restart exactly these vertices, which must form whole regions, as a failover would.
+    Restart(Vec<ExecutionVertexIndex>),
+    /// Time passed (restart delays, slot timeouts).
+    Tick,
+    /// The user cancels the job.
+    Cancel,
+}
+
+/// What the runtime must do.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Command {
+    /// Deploy the tasks of one scheduled region (one request per region, Flink's
+    /// `allocateSlotsAndDeploy`), in topological order, each into its slot.
+    Deploy {
+        /// The region.
+        region: PipelinedRegionIndex,
+        /// Attempts and their slots.
+        tasks: Vec<(ExecutionAttemptId, AllocationId)>,
+    },
+    /// Cancel a running or deploying attempt.
+    Cancel(ExecutionAttemptId),
+    /// A failover decided to restart these vertices (after the filter of CREATED vertices).
+    Restart(Vec<ExecutionVertexIndex>),
+    /// These vertices were reset for a new attempt: their produced partitions are gone, and the
+    /// descriptor cache of every group containing them must be dropped (FLINK-23833).
+    ResetVertices(Vec<ExecutionVertexIndex>),
+    /// A consumed partition group was released (all its consumer regions finished): drop its
+    /// descriptor cache; `partitions` lists those now released everywhere (every group
+    /// containing them released).
+    ReleaseGroup {
+        /// The group.
+        group: ConsumedPartitionGroupId,
+        /// Partitions no group needs any more.
+        partitions: Vec<IntermediateResultPartitionId>,
+    },
+    /// The job's status changed.
+    JobStatus {
+        /// The new status.
+        status: JobStatus,
+        /// Why, for FAILED.
+        reason: Option<String>,
+    },
+}
+
+/// An event the scheduler cannot apply (unknown attempt state for a scripted replay).
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum SchedulerError {
+    /// The event does not fit the vertex's state, e.g. finishing a CREATED vertex.
+    #[error("{vertex}: cannot {action} in state {state}")]
+    InvalidTransition {
+        /// The vertex, e.g. `A#0`.
+        vertex: String,
+        /// What the event asked.
+        action: &'static str,
+        /// Its state.
+        state: &'static str,
+    },
+    /// An explicit restart that does not cover whole regions.
+    #[error("restart of {vertex} must include its whole pipelined region ({missing} is missing)")]
+    PartialRegion {
+        /// A named vertex.
+        vertex: String,
+        /// A region member that was not named.
+        missing: String,
+    },
+    /// A vertex index beyond the graph's vertices.
+    #[error("unknown execution vertex index {0}")]
+    UnknownVertex(u32),
+    /// A partition that is not in the graph (unknown result or partition number).
+    #[error("unknown partition {partition} of intermediate result {result}")]
+    UnknownPartition {
+        /// The intermediate result (data set) index.
+        result: u32,
+        /// The partition number.
+        partition: u32,
+    },
+    /// An unknown TaskManager.
+    #[error("unknown TaskManager {0}")]
+    UnknownTaskManager(TaskManagerId),
+    /// A bug: a region was scheduled while not all its vertices were CREATED.
+    #[error("bug: trying to schedule region {} which is not in CREATED state", .0 .0)]
+    RegionNotCreated(PipelinedRegionIndex),
+}

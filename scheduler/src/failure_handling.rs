@@ -1,0 +1,278 @@
+//! Failover driving: Flink's `DefaultScheduler` failure handling (`ExecutionFailureHandler`,
+//! `restartTasksWithDelay`) over the failover strategy and the restart back-off.
+//!
+//! A failure asks the failover strategy for the restart set (after Flink's filter of CREATED
+//! vertices) and the back-off for a delay; the set is cancelled at once, and reset and
+//! rescheduled when the delay is due. A lost TaskManager fails every task on it and makes the
+//! partitions it stored unavailable.
+
+use conflux_deploy::{ExecutionAttemptId, ExecutionState, TaskManagerId};
+use conflux_graph::{
+    ConsumedPartitionGroupId, ExecutionVertexIndex, IntermediateResultPartitionId,
+};
+
+use crate::api::{Command, JobStatus, SchedulerError};
+use crate::failover_strategy::{tasks_to_restart, PartitionAvailability};
+use crate::scheduler::Scheduler;
+
+/// A restart waiting for its back-off delay: the vertices and the attempts the failover saw
+/// (a vertex whose attempt moved on since is skipped).
+#[derive(Debug)]
+pub(crate) struct PendingRestart {
+    pub(crate) due_ms: u64,
+    vertices: Vec<(ExecutionVertexIndex, u32)>,
+}
+
+impl Scheduler {
+    /// `v` failed (`failed_partition`: the partition its cause names). A FINISHED vertex
+    /// "fails" when its results are lost (its TaskManager is gone).
+    pub(crate) fn vertex_failed(
+        &mut self,
+        v: ExecutionVertexIndex,
+        failed_partition: Option<IntermediateResultPartitionId>,
+        now_ms: u64,
+    ) -> Result<(), SchedulerError> {
+        if self.state[v] == ExecutionState::Finished {
+            for p in self.graph.produced_partitions(v).collect::<Vec<_>>() {
+                let i = self.graph.partition_index(p);
+                self.lost[i] = true;
+            }
+        } else {
+            self.state[v] = ExecutionState::Failed;
+            self.release_slot(v);
+            self.cancel_request(v);
+        }
+        let restart: Vec<ExecutionVertexIndex> = {
+            let availability = Availability { scheduler: self };
+            tasks_to_restart(
+                &self.graph,
+                &self.regions,
+                self.config.failover,
+                v,
+                failed_partition,
+                &availability,
+            )
+            .into_iter()
+            .filter(|&x| self.state[x] != ExecutionState::Created)
+            .collect()
+        };
+        match self.backoff.on_failure(now_ms) {
+            None => {
+                let reason = format!(
+                    "{} failed and the restart strategy allows no more restarts ({} so far)",
+                    self.graph.execution_vertex_name(v),
+                    self.backoff.restarts()
+                );
+                self.terminate(JobStatus::Failed, Some(reason));
+            }
+            Some(delay) => {
+                self.out.push(Command::Restart(restart.clone()));
+                self.cancel_for_restart(&restart);
+                let vertices = restart.iter().map(|&x| (x, self.attempt[x])).collect();
+                if delay == 0 {
+                    self.reset_and_reschedule(vertices, now_ms)?;
+                } else {
+                    self.pending_restarts.push(PendingRestart {
+                        due_ms: now_ms.saturating_add(delay),
+                        vertices,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An explicit restart of whole regions: cancel, reset and reschedule at once.
+    pub(crate) fn restart_now(
+        &mut self,
+        set: Vec<ExecutionVertexIndex>,
+    ) -> Result<(), SchedulerError> {
+        self.out.push(Command::Restart(set.clone()));
+        self.cancel_for_restart(&set);
+        let vertices = set.iter().map(|&x| (x, self.attempt[x])).collect();
+        self.reset_and_reschedule(vertices, 0)
+    }
+
+    /// Resets and reschedules the restarts due at `now_ms`, earliest first.
+    pub(crate) fn fire_due_restarts(&mut self, now_ms: u64) -> Result<(), SchedulerError> {
+        while let Some(i) = self
+            .pending_restarts
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.due_ms <= now_ms)
+            .min_by_key(|(_, p)| p.due_ms)
+            .map(|(i, _)| i)
+        {
+            let pending = self.pending_restarts.remove(i);
+            if self.status == JobStatus::Running {
+                self.reset_and_reschedule(pending.vertices, now_ms)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels the running members of a restart set. Finished ones stay FINISHED until they are
+    /// reset, but their partitions stop counting as produced now: no consumer may be scheduled
+    /// against a partition that is about to be replaced (Flink keeps counting them until the
+    /// reset, after the restart delay).
+    fn cancel_for_restart(&mut self, set: &[ExecutionVertexIndex]) {
+        for &x in set {
+            match self.state[x] {
+                ExecutionState::Finished => self.unproduce_partitions(x),
+                ExecutionState::Deploying
+                | ExecutionState::Initializing
+                | ExecutionState::Running => {
+                    self.out.push(Command::Cancel(ExecutionAttemptId {
+                        vertex: x.0,
+                        attempt: self.attempt[x],
+                    }));
+                    self.state[x] = ExecutionState::Canceled;
+                    self.release_slot(x);
+                }
+                ExecutionState::Scheduled => {
+                    self.state[x] = ExecutionState::Canceled;
+                    self.cancel_request(x);
+                    self.release_slot(x);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A vertex's partitions no longer hold all data: blocking ones count as unfinished in every
+    /// group containing them again (Flink's `partitionUnfinished`), and none is available.
+    fn unproduce_partitions(&mut self, v: ExecutionVertexIndex) {
+        for p in self.graph.produced_partitions(v).collect::<Vec<_>>() {
+            let i = self.graph.partition_index(p);
+            let t = self
+                .graph
+                .job_graph()
+                .data_set(p.result)
+                .result_partition_type;
+            if self.data_produced[i] && t.is_blocking_or_blocking_persistent() {
+                for cvg in self.graph.consumer_vertex_groups(p) {
+                    self.unfinished_partitions[cvg.consumed_partition_group()] += 1;
+                }
+            }
+            self.data_produced[i] = false;
+            self.lost[i] = true;
+        }
+    }
+
+    /// Flink's `resetForNewExecution` for each vertex still at the attempt the failover saw,
+    /// then `restartTasks` on their regions.
+    fn reset_and_reschedule(
+        &mut self,
+        vertices: Vec<(ExecutionVertexIndex, u32)>,
+        now_ms: u64,
+    ) -> Result<(), SchedulerError> {
+        let mut reset = Vec::new();
+        for (v, attempt) in vertices {
+            if self.attempt[v] != attempt || self.state[v] == ExecutionState::Created {
+                continue;
+            }
+            if self.state[v] == ExecutionState::Finished {
+                self.unfinished_vertices += 1;
+                let region = self.regions.region_of(v);
+                if self.region_unfinished[region] == 0 {
+                    let groups: Vec<ConsumedPartitionGroupId> = self
+                        .topology
+                        .non_pipelined_consumed_groups(region)
+                        .collect();
+                    for g in groups {
+                        self.unfinished_consumer_regions[g] += 1;
+                    }
+                }
+                self.region_unfinished[region] += 1;
+            }
+            self.unproduce_partitions(v);
+            for p in self.graph.produced_partitions(v).collect::<Vec<_>>() {
+                // The new attempt's partitions exist afresh.
+                let i = self.graph.partition_index(p);
+                for cvg in self.graph.consumer_vertex_groups(p) {
+                    self.group_released[cvg.consumed_partition_group()] = false;
+                }
+                self.lost[i] = false;
+                self.released[i] = false;
+            }
+            self.state[v] = ExecutionState::Created;
+            self.attempt[v] += 1;
+            self.allocation[v] = None;
+            self.location[v] = None;
+            reset.push(v);
+        }
+        if reset.is_empty() {
+            return Ok(());
+        }
+        let mut regions: Vec<_> = reset.iter().map(|&v| self.regions.region_of(v)).collect();
+        self.out.push(Command::ResetVertices(reset));
+        regions.sort_unstable();
+        regions.dedup();
+        for &r in &regions {
+            self.scheduled[r] = false;
+        }
+        self.maybe_schedule_regions(regions, now_ms)
+    }
+
+    /// A TaskManager is gone: its slots go, partitions of finished tasks on it are lost, and
+    /// every task still running there fails.
+    pub(crate) fn task_manager_lost(
+        &mut self,
+        tm: TaskManagerId,
+        now_ms: u64,
+    ) -> Result<(), SchedulerError> {
+        self.slots.remove_task_manager(tm);
+        let mut failed = Vec::new();
+        for v in self.state.indices() {
+            if self.location[v].is_none_or(|l| l.id != tm) {
+                continue;
+            }
+            if self.state[v] == ExecutionState::Finished {
+                // Blocking partitions stored there are gone.
+                for p in self.graph.produced_partitions(v).collect::<Vec<_>>() {
+                    let i = self.graph.partition_index(p);
+                    self.lost[i] = true;
+                }
+            } else if !self.state[v].is_terminal() && self.state[v] != ExecutionState::Created {
+                failed.push((v, self.attempt[v]));
+            }
+        }
+        for (v, attempt) in failed {
+            // Each failure is handled on its own; a vertex an earlier failover of this loss
+            // already cancelled or restarted (its attempt moved on) is skipped.
+            if self.status == JobStatus::Running
+                && self.attempt[v] == attempt
+                && !self.state[v].is_terminal()
+                && self.state[v] != ExecutionState::Created
+            {
+                self.allocation[v] = None;
+                self.vertex_failed(v, None, now_ms)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The scheduler's view of partition availability for the failover strategy.
+struct Availability<'a> {
+    scheduler: &'a Scheduler,
+}
+
+impl PartitionAvailability for Availability<'_> {
+    fn is_tracked(&self, p: IntermediateResultPartitionId) -> bool {
+        let s = self.scheduler;
+        let i = s.graph.partition_index(p);
+        let producer = s.graph.producer_of(p);
+        // Flink tracks a partition from its producer's deployment until it is released or its
+        // TaskManager is lost (`JobMasterPartitionTracker`).
+        !s.lost[i]
+            && !s.released[i]
+            && matches!(
+                s.state[producer],
+                ExecutionState::Deploying
+                    | ExecutionState::Initializing
+                    | ExecutionState::Running
+                    | ExecutionState::Finished
+            )
+    }
+}

@@ -1,0 +1,224 @@
+//! Flink 1.20's `PipelinedRegionSchedulingStrategy`: which regions to schedule, and when.
+//!
+//! A region is schedulable when every non-pipelined group it consumes from outside is
+//! consumable: a blocking group when all its partitions finished (a per-group counter, so the
+//! check is O(1) amortised when the last partition finishes), a hybrid group when its producer
+//! regions are scheduled. Candidates are taken in breadth-first rounds (Flink 1.17+'s
+//! `maybeScheduleRegions`), and the chosen regions are scheduled in topological order, one slot
+//! request each. What the strategy precomputes about groups and regions is in
+//! [`topology`].
+
+pub(crate) mod topology;
+
+use std::sync::Arc;
+
+use conflux_deploy::ExecutionState;
+use conflux_graph::{
+    ConsumedPartitionGroupId, ExecutionVertexIndex, IntermediateResultPartitionId,
+    PipelinedRegionIndex,
+};
+
+use crate::api::SchedulerError;
+use crate::scheduler::Scheduler;
+
+impl Scheduler {
+    /// The regions schedulable at the start: those consuming no non-pipelined group from
+    /// another region. O(regions + their consumed groups).
+    pub(crate) fn source_regions(&self) -> Vec<PipelinedRegionIndex> {
+        self.regions
+            .indices()
+            .filter(|&region| {
+                self.topology
+                    .non_pipelined_consumed_groups(region)
+                    .all(|g| {
+                        !self.topology.is_cross_region(g) && !self.topology.is_external(g, region)
+                    })
+            })
+            .collect()
+    }
+
+    /// Flink 1.17+'s breadth-first `maybeScheduleRegions`: rounds of schedulable candidates,
+    /// each round adding the consumer regions of the can-be-pipelined (hybrid) groups its chosen
+    /// regions produce; then every chosen region is scheduled in topological order, one request
+    /// each.
+    pub(crate) fn maybe_schedule_regions(
+        &mut self,
+        mut candidates: Vec<PipelinedRegionIndex>,
+        now_ms: u64,
+    ) -> Result<(), SchedulerError> {
+        let mut chosen_list: Vec<PipelinedRegionIndex> = Vec::new();
+        while !candidates.is_empty() {
+            self.round = self.round.wrapping_add(1);
+            candidates.sort_unstable();
+            candidates.dedup();
+            let mut next = Vec::new();
+            for &region in &candidates {
+                if !self.is_schedulable(region) {
+                    continue;
+                }
+                self.chosen[region] = true;
+                chosen_list.push(region);
+                // Consumers of hybrid (can-be-pipelined, non-pipelined) groups this region
+                // produces are candidates of the next round.
+                for v in self.regions.members(region) {
+                    for p in self.graph.produced_partitions(v) {
+                        let t = self
+                            .graph
+                            .job_graph()
+                            .data_set(p.result)
+                            .result_partition_type;
+                        if !t.can_be_pipelined_consumed() || t.must_be_pipelined_consumed() {
+                            continue;
+                        }
+                        for cvg in self.graph.consumer_vertex_groups(p) {
+                            let g = cvg.consumed_partition_group();
+                            if self.group_visited_round[g] == self.round {
+                                continue;
+                            }
+                            self.group_visited_round[g] = self.round;
+                            self.push_consumer_regions(g, &mut next);
+                        }
+                    }
+                }
+            }
+            candidates = next;
+        }
+        chosen_list.sort_unstable();
+        for &r in &chosen_list {
+            self.chosen[r] = false;
+        }
+        for r in chosen_list {
+            self.schedule_region(r, now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// Schedules the consumer regions of groups that became consumable when a producer
+    /// finished (each group looked at once per call).
+    pub(crate) fn schedule_consumers_of(
+        &mut self,
+        ready_groups: Vec<ConsumedPartitionGroupId>,
+        now_ms: u64,
+    ) -> Result<(), SchedulerError> {
+        let mut candidates = Vec::new();
+        self.round = self.round.wrapping_add(1);
+        for g in ready_groups {
+            if self.group_visited_round[g] == self.round {
+                continue;
+            }
+            self.group_visited_round[g] = self.round;
+            self.push_consumer_regions(g, &mut candidates);
+        }
+        if candidates.is_empty() {
+            return Ok(());
+        }
+        self.maybe_schedule_regions(candidates, now_ms)
+    }
+
+    /// The consumer regions for which group `g` is external or cross-region (Flink's
+    /// `partitionGroupConsumerRegions`), computed from the group's consumer range.
+    fn push_consumer_regions(
+        &self,
+        g: ConsumedPartitionGroupId,
+        out: &mut Vec<PipelinedRegionIndex>,
+    ) {
+        let cvg = self.graph.consumer_vertex_group(g.consumer_vertex_group());
+        let first = self.graph.execution_vertices_of(cvg.job_vertex).start;
+        let mut last = None;
+        for s in cvg.subtasks {
+            let r = self.regions.region_of(ExecutionVertexIndex(first + s));
+            if last != Some(r)
+                && (self.topology.is_cross_region(g) || self.topology.is_external(g, r))
+            {
+                out.push(r);
+                last = Some(r);
+            }
+        }
+    }
+
+    fn is_schedulable(&mut self, region: PipelinedRegionIndex) -> bool {
+        if self.scheduled[region] || self.chosen[region] {
+            return false;
+        }
+        let groups: Vec<ConsumedPartitionGroupId> = self
+            .topology
+            .non_pipelined_consumed_groups(region)
+            .collect();
+        for g in groups {
+            let ok = if self.topology.is_cross_region(g) {
+                self.group_consumable_now(g, Some(region))
+            } else if self.topology.is_external(g, region) {
+                if self.group_round[g] != self.round {
+                    self.group_round[g] = self.round;
+                    self.group_consumable[g] = self.group_consumable_now(g, None);
+                }
+                self.group_consumable[g]
+            } else {
+                true
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A blocking group needs all its (external) partitions finished; a hybrid group needs
+    /// their producer regions scheduled or chosen. `except_region`: partitions produced by this
+    /// region count as consumable (a cross-region group seen from one of its producer regions).
+    fn group_consumable_now(
+        &self,
+        g: ConsumedPartitionGroupId,
+        except_region: Option<PipelinedRegionIndex>,
+    ) -> bool {
+        let group = self.graph.consumed_partition_group(g);
+        let pipelinable = group.result_partition_type.can_be_pipelined_consumed();
+        if !pipelinable && except_region.is_none() {
+            return self.unfinished_partitions[g] == 0;
+        }
+        let producers = self
+            .graph
+            .execution_vertices_of(self.graph.job_graph().data_set(group.result).producer)
+            .start;
+        group.partitions.clone().all(|p| {
+            let producer_region = self.regions.region_of(ExecutionVertexIndex(producers + p));
+            if Some(producer_region) == except_region {
+                return true;
+            }
+            if pipelinable {
+                self.scheduled[producer_region] || self.chosen[producer_region]
+            } else {
+                let partition = IntermediateResultPartitionId {
+                    result: group.result,
+                    partition: p,
+                };
+                self.data_produced[self.graph.partition_index(partition)]
+            }
+        })
+    }
+
+    /// Marks a region scheduled and requests a slot for each member.
+    fn schedule_region(
+        &mut self,
+        region: PipelinedRegionIndex,
+        now_ms: u64,
+    ) -> Result<(), SchedulerError> {
+        if self
+            .regions
+            .members(region)
+            .any(|v| self.state[v] != ExecutionState::Created)
+        {
+            return Err(SchedulerError::RegionNotCreated(region));
+        }
+        self.scheduled[region] = true;
+        let regions = Arc::clone(&self.regions);
+        self.missing_slots[region] = conflux_graph::index_u32(regions.member_indices(region).len());
+        for v in regions.members(region) {
+            self.state[v] = ExecutionState::Scheduled;
+        }
+        for v in regions.members(region) {
+            self.request_slot(v, now_ms);
+        }
+        Ok(())
+    }
+}

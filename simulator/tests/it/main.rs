@@ -1,0 +1,7 @@
+//! Integration tests of `conflux-sim`, one binary with a module per area.
+
+// Test graphs are tiny: index casts cannot truncate.
+#![allow(clippy::cast_possible_truncation)]
+
+mod replay;
+mod simulation;

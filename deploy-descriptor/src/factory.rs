@@ -13,7 +13,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use conflux_blob::{BlobWriter, JobId};
+use conflux_blob_api::{BlobWriter, JobId};
 use conflux_graph::{
     ConsumedPartitionGroupId, ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId,
     ResultPartitionType,

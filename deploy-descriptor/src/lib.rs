@@ -10,8 +10,8 @@
 //! - TaskManager side: [`load_input_gate`] with a [`ShuffleDescriptorsCache`] bounded in bytes.
 //! - [`wire`]: the versioned, checksummed, compressed format of serialised descriptor data.
 //!
-//! The crate does no I/O of its own: offloading goes through a [`conflux_blob::BlobWriter`],
-//! fetching through a [`conflux_blob::BlobReader`].
+//! The crate does no I/O of its own: offloading goes through a
+//! [`conflux_blob_api::BlobWriter`], fetching through a [`conflux_blob_api::BlobReader`].
 
 mod factory;
 mod ids;
@@ -68,7 +68,7 @@ pub enum DeployError {
     Wire(#[from] WireError),
     /// A blob could not be fetched.
     #[error(transparent)]
-    Blob(#[from] conflux_blob::BlobError),
+    Blob(#[from] conflux_blob_api::BlobError),
     /// A descriptor group overwrote a known descriptor.
     #[error("consumed partition group {group}: position {position} is set twice with a known descriptor")]
     ChannelConflict {

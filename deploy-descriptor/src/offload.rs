@@ -1,7 +1,7 @@
 //! When serialised descriptor data goes to the blob server instead of inside the TDD.
 
 use bytes::Bytes;
-use conflux_blob::BlobKey;
+use conflux_blob_api::BlobKey;
 
 /// Flink's `blob.offload.minsize` default: 1 MiB.
 pub const DEFAULT_OFFLOAD_MIN_SIZE: usize = 1 << 20;

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use conflux_blob::{BlobKey, BlobReader, JobId};
+use conflux_blob_api::{BlobKey, BlobReader, JobId};
 use lru::LruCache;
 
 use crate::factory::{InputGateDeploymentDescriptor, ShuffleDescriptorGroup};

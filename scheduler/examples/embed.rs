@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use conflux_blob::{JobId, MemoryBlobStore};
+use conflux_blob_api::{JobId, MemoryBlobStore};
 use conflux_deploy::{
     DeploymentConfig, TaskDeploymentDescriptorFactory, TaskManagerId, TaskManagerLocation,
 };

@@ -12,7 +12,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use conflux_blob::{BlobReader, BlobWriter, JobId};
+use conflux_blob_api::{BlobReader, BlobWriter, JobId};
 use conflux_deploy::{
     load_input_gate, DeploymentConfig, DeploymentStats, ExecutionAttemptId, SharedDecodedGroups,
     ShuffleDescriptorsCache, TaskDeploymentDescriptor, TaskDeploymentDescriptorFactory,
@@ -43,7 +43,7 @@ pub trait BlobEnvironment: Send + Sync {
 /// An environment over one in-memory store (no server), for tests.
 #[derive(Debug, Default)]
 pub struct MemoryBlobEnvironment {
-    store: Arc<conflux_blob::MemoryBlobStore>,
+    store: Arc<conflux_blob_api::MemoryBlobStore>,
 }
 
 impl MemoryBlobEnvironment {
@@ -522,7 +522,7 @@ pub fn simulate(
 
 /// A stable job id derived from the seed.
 pub fn job_id_of(seed: u64) -> JobId {
-    let digest = conflux_blob::Digest::of(&seed.to_le_bytes());
+    let digest = conflux_blob_api::Digest::of(&seed.to_le_bytes());
     let mut out = [0u8; 16];
     out.copy_from_slice(&digest.0[..16]);
     JobId(out)

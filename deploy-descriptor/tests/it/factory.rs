@@ -273,7 +273,7 @@ fn hybrid_groups_grow_as_producers_finish() {
     let graph = two_vertex_graph(4, 4, "all_to_all", "hybrid_full");
     let mut states = States::new(&graph);
     run_producers(&mut states, 4);
-    let store = Arc::new(conflux_blob::MemoryBlobStore::new());
+    let store = Arc::new(conflux_blob_api::MemoryBlobStore::new());
     let mut config = conflux_deploy::DeploymentConfig::for_job_type(conflux_graph::JobType::Batch);
     config.policy.hybrid_only_finished = true;
     let mut f =

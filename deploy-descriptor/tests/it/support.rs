@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use conflux_blob::{JobId, MemoryBlobStore};
+use conflux_blob_api::{JobId, MemoryBlobStore};
 use conflux_deploy::{
     AllocationId, DeploymentConfig, ExecutionAttemptId, ExecutionState, OffloadRule,
     ProducerStates, ProducerView, TaskDeploymentDescriptorFactory, TaskManagerId,

@@ -1,6 +1,6 @@
 //! The TaskManager side: offloaded groups fetched once per TaskManager, a cache bounded in bytes.
 
-use conflux_blob::{BlobReader, BlobWriter, JobId, MemoryBlobStore};
+use conflux_blob_api::{BlobReader, BlobWriter, JobId, MemoryBlobStore};
 use conflux_deploy::wire::encode_descriptor_group;
 use conflux_deploy::{
     load_input_gate, ExecutionState, OffloadRule, ShuffleDescriptorGroup, ShuffleDescriptorsCache,
@@ -108,8 +108,8 @@ fn corrupted_blob_is_rejected_with_a_clear_error() {
     impl BlobReader for Corrupting {
         fn read(
             &self,
-            key: &conflux_blob::BlobKey,
-        ) -> Result<bytes::Bytes, conflux_blob::BlobError> {
+            key: &conflux_blob_api::BlobKey,
+        ) -> Result<bytes::Bytes, conflux_blob_api::BlobError> {
             let mut b = self.0.read(key)?.to_vec();
             let last = b.len() - 1;
             b[last] ^= 0xff;

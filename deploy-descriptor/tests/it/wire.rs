@@ -6,7 +6,7 @@ use proptest::prelude::*;
 
 fn sample() -> JobInformation {
     JobInformation {
-        job_id: conflux_blob::JobId([3; 16]),
+        job_id: conflux_blob_api::JobId([3; 16]),
         job_name: "word count".to_owned(),
         job_type: "batch".to_owned(),
     }

@@ -629,7 +629,8 @@ impl TaskDeploymentDescriptorFactory {
     }
 }
 
-/// `"A#0"`, or `"A#0@<data set>"` when the producer has several data sets (DESIGN §6).
+/// `"A#0"`, or `"A#0@<data set>"` when the producer has several data sets (as `inspect --detail`
+/// names partitions).
 pub fn partition_name(graph: &ExecutionGraph, partition: IntermediateResultPartitionId) -> String {
     let job = graph.job_graph();
     let data_set = job.data_set(partition.result);

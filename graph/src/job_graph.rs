@@ -66,7 +66,7 @@ impl fmt::Display for JobType {
 
 /// Flink's default max parallelism for a vertex of parallelism `p`: `p + p/2` rounded up to a
 /// power of two, at least 128 (Flink's `KeyGroupRangeAssignment.computeDefaultMaxParallelism`).
-/// Unlike Flink, Conflux does not cap it at 32,768, so 100,000-way vertices are valid (DESIGN §6).
+/// Unlike Flink, Conflux does not cap it at 32,768, so 100,000-way vertices are valid.
 pub fn default_max_parallelism(parallelism: u32) -> u64 {
     let p = u64::from(parallelism);
     (p + p / 2).next_power_of_two().max(128)

@@ -573,3 +573,50 @@ impl ProducerStates for Scheduler {
         self.data_produced[self.graph.partition_index(partition)]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::mem::size_of;
+
+    use conflux_graph::{generate, JobGraph, ResultPartitionType};
+
+    use super::*;
+
+    /// The accounting names exactly the arrays the scheduler has: per vertex its state, attempt,
+    /// allocation, location and slot sharing group; three flags per partition; six words or
+    /// flags per group; four per region (the old formula still counted a removed per-vertex
+    /// array).
+    #[test]
+    fn heap_bytes_counts_each_array_once() {
+        let json = generate::word_count(100, ResultPartitionType::Blocking);
+        let graph = Arc::new(
+            ExecutionGraph::build(JobGraph::from_json(&json).expect("valid")).expect("builds"),
+        );
+        let regions = Arc::new(PipelinedRegions::compute(&graph).expect("regions"));
+        let scheduler = Scheduler::new(
+            Arc::clone(&graph),
+            Arc::clone(&regions),
+            SchedulerConfig::default(),
+        );
+        let n = graph.num_execution_vertices() as usize;
+        let p = graph.num_partitions() as usize;
+        let g = graph.num_groups() as usize;
+        let r = regions.len();
+        assert_eq!((n, p, g, r), (200, 100, 1, 200));
+        let per_vertex = size_of::<ExecutionState>()
+            + size_of::<u32>()
+            + size_of::<Option<AllocationId>>()
+            + size_of::<Option<TaskManagerLocation>>()
+            + size_of::<u32>();
+        let per_group = 4 + 4 + 1 + 4 + 1 + 4;
+        let per_region = 1 + 4 + 1 + 4;
+        assert_eq!(
+            scheduler.heap_bytes(),
+            scheduler.topology.heap_bytes()
+                + n * per_vertex
+                + p * 3
+                + g * per_group
+                + r * per_region
+        );
+    }
+}

@@ -1,4 +1,4 @@
-//! Scripted replay on small graphs (`conflux simulate`, DESIGN §6): the script's events are
+//! Scripted replay on small graphs (`conflux simulate`, its script format in the README): the script's events are
 //! applied in order after the start, deployed tasks run at once, restarts have no delay, and the
 //! run stops after the last event. The output lists every deploy request, restart set and
 //! released partition group, in order.

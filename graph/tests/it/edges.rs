@@ -1,4 +1,5 @@
-//! Worked examples of POINTWISE and ALL_TO_ALL expansion (reference §1.5 and §1.6): for every
+//! Worked examples of POINTWISE and ALL_TO_ALL expansion (Flink's `EdgeManagerBuildUtil`,
+//! FLINK-21326, and `VertexInputInfoComputationUtils`): for every
 //! consumer subtask the exact partitions it reads, the number of groups, and each group's
 //! `num_consumers`, checked from both sides (consumer -> consumed partition group, partition ->
 //! consumer vertex group).
@@ -208,7 +209,7 @@ fn check_all_to_all(u: u32, d: u32) {
 /// `(U, D, partitions read by each consumer, num_consumers seen by each consumer, #groups)`.
 type Row = (u32, u32, &'static [&'static [u32]], &'static [u32], u32);
 
-/// The worked examples of reference §1.5 (PointwisePatternTest, EdgeManagerTest,
+/// Flink's worked examples (PointwisePatternTest, EdgeManagerTest,
 /// VertexInputInfoComputationUtilsTest, PipelinedRegionSchedulingStrategyTest), plus 5->2 and
 /// 3->5.
 const POINTWISE_TABLE: &[Row] = &[

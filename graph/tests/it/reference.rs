@@ -161,7 +161,7 @@ impl GraphSpec {
     }
 }
 
-/// Partitions consumer subtask `i` of `U -> D` reads (Flink 1.14+, reference §1.5): ALL_TO_ALL
+/// Partitions consumer subtask `i` of `U -> D` reads (Flink 1.14+, EdgeManagerBuildUtil): ALL_TO_ALL
 /// all; POINTWISE `U >= D` `[floor(iU/D), floor((i+1)U/D))`; `U < D` the one partition
 /// `floor(iU/D)`.
 fn naive_reads(all_to_all: bool, u: u32, d: u32, i: u32) -> Vec<u32> {
@@ -690,7 +690,7 @@ fn names(list: &[&str]) -> BTreeSet<String> {
     list.iter().map(|&s| s.to_owned()).collect()
 }
 
-/// DESIGN §3, reference §2.3: A->B blocking, A->C pipelined, B->D blocking, C->D pipelined.
+/// Regions that depend on each other across logical regions: A->B blocking, A->C pipelined, B->D blocking, C->D pipelined.
 /// Flink 1.14-1.20 gives {A0,C0,D0} and {B0}, which wait on each other forever; Conflux merges
 /// the cycle between logical regions and gives one region, as the whole-graph computation does.
 #[test]

@@ -194,9 +194,54 @@ pub struct DeploymentStats {
     pub upload_failures: u64,
     /// Offloaded descriptor blobs deleted by invalidation.
     pub blobs_deleted: u64,
+    /// Deletions of offloaded descriptor blobs that failed (the blobs go at job cleanup).
+    pub delete_failures: u64,
     /// Cache entries dropped by invalidation.
     pub groups_invalidated: u64,
 }
+
+/// A blob operation of the factory that failed. The factory does not log (it does no I/O of its
+/// own); its caller drains these with
+/// [`take_blob_failures`](TaskDeploymentDescriptorFactory::take_blob_failures) and reports them.
+#[derive(Debug)]
+pub enum BlobFailure {
+    /// Offloading `bytes` bytes failed; the data stayed inline (as Flink does).
+    Upload {
+        /// Framed bytes that stayed inline.
+        bytes: usize,
+        /// Why.
+        error: conflux_blob_api::BlobError,
+    },
+    /// Deleting the offloaded blob of an invalidated group failed; it is removed at job cleanup.
+    Delete {
+        /// The group.
+        group: ConsumedPartitionGroupId,
+        /// The blob.
+        key: conflux_blob_api::BlobKey,
+        /// Why.
+        error: conflux_blob_api::BlobError,
+    },
+}
+
+impl std::fmt::Display for BlobFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BlobFailure::Upload { bytes, error } => write!(
+                f,
+                "offloading {bytes} bytes to the blob server failed, kept inline: {error}"
+            ),
+            BlobFailure::Delete { group, key, error } => write!(
+                f,
+                "deleting blob {key} of descriptor group {} failed, removed at job cleanup: {error}",
+                group.0
+            ),
+        }
+    }
+}
+
+/// Failures kept for the caller at most; older ones are only counted in the stats, so a blob
+/// server that is down cannot grow the factory's memory.
+const MAX_KEPT_FAILURES: usize = 64;
 
 /// One cached ConsumedPartitionGroup (Flink's `CachedShuffleDescriptors`).
 #[derive(Debug)]
@@ -218,6 +263,7 @@ pub struct TaskDeploymentDescriptorFactory {
     task_information: Vec<MaybeOffloaded>,
     cache: HashMap<ConsumedPartitionGroupId, CacheEntry>,
     stats: DeploymentStats,
+    blob_failures: Vec<BlobFailure>,
 }
 
 impl std::fmt::Debug for TaskDeploymentDescriptorFactory {
@@ -253,6 +299,7 @@ impl TaskDeploymentDescriptorFactory {
             task_information: Vec::with_capacity(job.vertices().len()),
             cache: HashMap::new(),
             stats: DeploymentStats::default(),
+            blob_failures: Vec::new(),
         };
         let info = JobInformation {
             job_id,
@@ -310,7 +357,7 @@ impl TaskDeploymentDescriptorFactory {
         MaybeOffloaded::Inline(Bytes::from(bytes))
     }
 
-    /// Uploads framed bytes; on failure logs a warning and returns `None` (the caller keeps the
+    /// Uploads framed bytes; on failure records it and returns `None` (the caller keeps the
     /// bytes inline, as Flink does).
     fn upload(&mut self, bytes: &[u8]) -> Option<MaybeOffloaded> {
         match self.blob_writer.put_permanent(self.job_id, bytes) {
@@ -323,7 +370,10 @@ impl TaskDeploymentDescriptorFactory {
             }
             Err(error) => {
                 self.stats.upload_failures += 1;
-                tracing::warn!(job = %self.job_id, bytes = bytes.len(), %error, "offloading to the blob server failed; keeping the data inline");
+                self.record_failure(BlobFailure::Upload {
+                    bytes: bytes.len(),
+                    error,
+                });
                 None
             }
         }
@@ -601,6 +651,18 @@ impl TaskDeploymentDescriptorFactory {
         }
     }
 
+    /// The blob failures since the last call, oldest first (at most 64 are kept; the stats
+    /// count all). The caller logs them.
+    pub fn take_blob_failures(&mut self) -> Vec<BlobFailure> {
+        std::mem::take(&mut self.blob_failures)
+    }
+
+    fn record_failure(&mut self, failure: BlobFailure) {
+        if self.blob_failures.len() < MAX_KEPT_FAILURES {
+            self.blob_failures.push(failure);
+        }
+    }
+
     /// The job ends: every cached group is dropped and its offloaded blobs deleted.
     pub fn clear(&mut self) {
         let groups: Vec<ConsumedPartitionGroupId> = self.cache.keys().copied().collect();
@@ -621,7 +683,12 @@ impl TaskDeploymentDescriptorFactory {
                 match self.blob_writer.delete_permanent(key) {
                     Ok(()) => self.stats.blobs_deleted += 1,
                     Err(error) => {
-                        tracing::warn!(job = %self.job_id, group = group.0, %key, %error, "deleting an offloaded descriptor group failed; it is removed at job cleanup");
+                        self.stats.delete_failures += 1;
+                        self.record_failure(BlobFailure::Delete {
+                            group,
+                            key: *key,
+                            error,
+                        });
                     }
                 }
             }

@@ -21,7 +21,7 @@ mod task_manager;
 pub mod wire;
 
 pub use factory::{
-    partition_name, AllProducersFinished, DeploymentConfig, DeploymentStats,
+    partition_name, AllProducersFinished, BlobFailure, DeploymentConfig, DeploymentStats,
     InputGateDeploymentDescriptor, JobInformation, ProducerStates,
     ResultPartitionDeploymentDescriptor, ShuffleDescriptorGroup, TaskDeploymentDescriptor,
     TaskDeploymentDescriptorFactory, TaskInformation,

@@ -325,6 +325,9 @@ pub fn simulate(
                     _ => {}
                 }
             }
+            for failure in factory.take_blob_failures() {
+                tracing::warn!(job = %job_id, %failure, "descriptor blob operation failed");
+            }
             // A deploy of this call may already be cancelled again (e.g. a restart that fell due
             // with a TaskManager loss): only current, deploying attempts are shipped.
             deploys.retain(|(a, _)| {
@@ -342,6 +345,9 @@ pub fn simulate(
                 factory
                     .prepare_groups(&graph, ExecutionVertexIndex(a.vertex), &scheduler)
                     .map_err(|e| e.to_string())?;
+            }
+            for failure in factory.take_blob_failures() {
+                tracing::warn!(job = %job_id, %failure, "descriptor blob operation failed");
             }
             let tdds: Vec<TaskDeploymentDescriptor> = deploys
                 .par_iter()

@@ -331,6 +331,16 @@ fn failed_upload_falls_back_to_inline() {
     ));
     assert_eq!(f.stats().upload_failures, 1);
     assert_eq!(f.stats().blobs_uploaded, 0);
+    // The failure goes back to the caller to report, once.
+    let failures = f.take_blob_failures();
+    assert_eq!(failures.len(), 1);
+    assert!(
+        matches!(failures[0], conflux_deploy::BlobFailure::Upload { .. }),
+        "{:?}",
+        failures[0]
+    );
+    assert!(failures[0].to_string().starts_with("offloading "));
+    assert!(f.take_blob_failures().is_empty());
     let mut cache = ShuffleDescriptorsCache::new(1 << 20);
     let channels = load_input_gate(
         &t.input_gates[0],

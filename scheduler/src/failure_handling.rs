@@ -65,7 +65,8 @@ impl Scheduler {
                 );
                 self.terminate(JobStatus::Failed, Some(reason));
             }
-            Some(delay) => {
+            Some(decision) => {
+                let delay = decision.delay_ms;
                 self.out.push(Command::Restart(restart.clone()));
                 self.cancel_for_restart(&restart);
                 let vertices = restart.iter().map(|&x| (x, self.attempt[x])).collect();
@@ -93,22 +94,23 @@ impl Scheduler {
         self.reset_and_reschedule(vertices, 0)
     }
 
-    /// Resets and reschedules the restarts due at `now_ms`, earliest first.
+    /// Resets and reschedules the restarts due at `now_ms` together, in one round: failures
+    /// merged into one restart attempt share its due time, so their regions come back at once.
     pub(crate) fn fire_due_restarts(&mut self, now_ms: u64) -> Result<(), SchedulerError> {
-        while let Some(i) = self
-            .pending_restarts
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.due_ms <= now_ms)
-            .min_by_key(|(_, p)| p.due_ms)
-            .map(|(i, _)| i)
-        {
-            let pending = self.pending_restarts.remove(i);
-            if self.status == JobStatus::Running {
-                self.reset_and_reschedule(pending.vertices, now_ms)?;
-            }
+        if !self.pending_restarts.iter().any(|p| p.due_ms <= now_ms) {
+            return Ok(());
         }
-        Ok(())
+        let (mut due, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending_restarts)
+            .into_iter()
+            .partition(|p| p.due_ms <= now_ms);
+        self.pending_restarts = waiting;
+        if self.status != JobStatus::Running {
+            return Ok(());
+        }
+        // Earliest first; a vertex named twice is reset once (its attempt moves on).
+        due.sort_by_key(|p| p.due_ms);
+        let vertices = due.into_iter().flat_map(|p| p.vertices).collect();
+        self.reset_and_reschedule(vertices, now_ms)
     }
 
     /// Cancels the running members of a restart set. Finished ones stay FINISHED until they are

@@ -79,6 +79,8 @@ pub struct Scheduler {
     /// Per region, the slots its open deploy request still misses (`NO_REQUEST`: none open). A
     /// region has at most one request: it is scheduled only when not scheduled.
     pub(crate) missing_slots: IndexVec<PipelinedRegionIndex, u32>,
+    /// Per region, the number of its latest slot request (stale bulk checks are skipped).
+    pub(crate) request_epoch: IndexVec<PipelinedRegionIndex, u32>,
     /// Regions whose request has every slot, deployed at the end of the current call.
     pub(crate) ready_requests: Vec<PipelinedRegionIndex>,
 
@@ -162,6 +164,7 @@ impl Scheduler {
             chosen: IndexVec::from_elem(false, num_regions),
             slots: SlotPool::new(&graph),
             missing_slots: IndexVec::from_elem(NO_REQUEST, num_regions),
+            request_epoch: IndexVec::from_elem(0, num_regions),
             ready_requests: Vec::new(),
             pending_restarts: Vec::new(),
             out: Vec::new(),
@@ -244,11 +247,11 @@ impl Scheduler {
         self.trace.digest()
     }
 
-    /// When the scheduler next needs a [`Event::Tick`] (a restart delay or a slot timeout),
-    /// virtual ms.
+    /// When the scheduler next needs a [`Event::Tick`] (a restart delay or a slot request
+    /// check), virtual ms.
     pub fn next_timer(&self) -> Option<u64> {
         let restart = self.pending_restarts.iter().map(|p| p.due_ms).min();
-        let slot = self.slots.next_deadline();
+        let slot = self.slots.next_check_due();
         match (restart, slot) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -277,6 +280,7 @@ impl Scheduler {
             + heap_of(&self.group_visited_round)
             + heap_of(&self.chosen)
             + heap_of(&self.missing_slots)
+            + heap_of(&self.request_epoch)
             + self.slots.heap_bytes()
     }
 
@@ -459,13 +463,11 @@ impl Scheduler {
         self.out.push(Command::JobStatus { status, reason });
     }
 
-    /// Due slot timeouts fail the job; due restarts reset and reschedule their vertices.
+    /// Due slot request checks may fail the job; due restarts reset and reschedule their
+    /// vertices.
     fn fire_timers(&mut self, now_ms: u64) -> Result<(), SchedulerError> {
         if self.status == JobStatus::Running {
-            if let Some(reason) = self
-                .slots
-                .timed_out(now_ms, self.config.slot_request_timeout_ms)
-            {
+            if let Some(reason) = self.check_slot_requests(now_ms) {
                 self.terminate(JobStatus::Failed, Some(reason));
                 return Ok(());
             }
@@ -584,7 +586,7 @@ mod tests {
 
     /// The accounting names exactly the arrays the scheduler has: per vertex its state, attempt,
     /// allocation, location and slot sharing group; three flags per partition; six words or
-    /// flags per group; four per region (the old formula still counted a removed per-vertex
+    /// flags per group; five per region (the old formula still counted a removed per-vertex
     /// array).
     #[test]
     fn heap_bytes_counts_each_array_once() {
@@ -609,7 +611,7 @@ mod tests {
             + size_of::<Option<TaskManagerLocation>>()
             + size_of::<u32>();
         let per_group = 4 + 4 + 1 + 4 + 1 + 4;
-        let per_region = 1 + 4 + 1 + 4;
+        let per_region = 1 + 4 + 1 + 4 + 4;
         assert_eq!(
             scheduler.heap_bytes(),
             scheduler.topology.heap_bytes()

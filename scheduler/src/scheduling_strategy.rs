@@ -217,8 +217,9 @@ impl Scheduler {
             self.state[v] = ExecutionState::Scheduled;
         }
         for v in regions.members(region) {
-            self.request_slot(v, now_ms);
+            self.request_slot(v);
         }
+        self.open_request(region, now_ms);
         Ok(())
     }
 }

@@ -4,13 +4,23 @@
 //!
 //! Subtask `i` of every vertex of one slot sharing group shares one slot (Flink's
 //! `ExecutionSlotSharingGroup`). A shared slot waiting for a physical slot is queued first come
-//! first served, with a deadline (`slot.request.timeout`). A region's deploy request is complete
-//! when every member has a slot; the region deploys at the end of the call.
+//! first served. A region's deploy request is complete when every member has a slot; the region
+//! deploys at the end of the call.
+//!
+//! A request waits as long as it could ever be served: as Flink 1.20's
+//! `PhysicalSlotRequestBulkCheckerImpl`, each open request (a bulk) is checked every
+//! `slot.request.timeout` from its creation, and fails the job only when it has been
+//! unfulfillable for that long. A bulk is fulfillable when its pending slots fit into the slots
+//! that can ever be free for it: in a batch job every registered slot except those the bulk
+//! already holds (slots in use by other regions free up when they finish); in a streaming job
+//! only the free ones (running streaming tasks occupy their slots indefinitely).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use conflux_deploy::{AllocationId, ExecutionState, TaskManagerId, TaskManagerLocation};
-use conflux_graph::{ExecutionGraph, ExecutionVertexIndex, IndexVec};
+use conflux_graph::{
+    ExecutionGraph, ExecutionVertexIndex, IndexVec, JobType, PipelinedRegionIndex,
+};
 
 use crate::scheduler::Scheduler;
 
@@ -32,6 +42,21 @@ struct SharedSlot {
     queued: bool,
 }
 
+/// A scheduled timeout check of one region's open slot request (Flink's
+/// `PhysicalSlotRequestBulkWithTimestamp`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BulkCheck {
+    /// When the check runs, virtual ms.
+    pub(crate) due_ms: u64,
+    /// The region whose request it checks.
+    pub(crate) region: PipelinedRegionIndex,
+    /// The request it checks (a region's request is opened anew after each restart).
+    pub(crate) request: u32,
+    /// Since when the request has been unfulfillable (`None`: fulfillable at the last check).
+    /// A new request counts as unfulfillable from its creation, as in Flink.
+    pub(crate) unfulfillable_since: Option<u64>,
+}
+
 /// The slots of the registered TaskManagers and the shared slots built on them.
 #[derive(Debug)]
 pub(crate) struct SlotPool {
@@ -41,8 +66,11 @@ pub(crate) struct SlotPool {
     /// Per vertex, its slot sharing group (numbered by first appearance in the job graph).
     sharing_group_of: IndexVec<ExecutionVertexIndex, u32>,
     shared: HashMap<SharingKey, SharedSlot>,
-    /// Shared slots waiting for a physical slot, with their deadlines (virtual ms).
-    queue: VecDeque<(SharingKey, u64)>,
+    /// Shared slots waiting for a physical slot, first come first served.
+    queue: VecDeque<SharingKey>,
+    /// Timeout checks of open requests, in due order (each is re-queued `slot.request.timeout`
+    /// after it ran, so appending keeps the order).
+    bulk_checks: VecDeque<BulkCheck>,
     /// Slots were freed or requested during the current call; the queue is served at its end,
     /// after cancellations and failovers, so that no slot goes to a task about to be cancelled.
     dirty: bool,
@@ -71,6 +99,7 @@ impl SlotPool {
             sharing_group_of,
             shared: HashMap::new(),
             queue: VecDeque::new(),
+            bulk_checks: VecDeque::new(),
             dirty: false,
         }
     }
@@ -103,28 +132,44 @@ impl SlotPool {
         self.dirty = true;
     }
 
-    /// The deadline of the oldest waiting request, virtual ms.
-    pub(crate) fn next_deadline(&self) -> Option<u64> {
-        self.queue.front().map(|(_, deadline)| *deadline)
+    /// When the next bulk check is due, virtual ms.
+    pub(crate) fn next_check_due(&self) -> Option<u64> {
+        self.bulk_checks.front().map(|c| c.due_ms)
     }
 
-    /// Why the job must fail, when the oldest waiting request passed its deadline at `now_ms`.
-    pub(crate) fn timed_out(&self, now_ms: u64, timeout_ms: u64) -> Option<String> {
-        let &(key, deadline) = self.queue.front()?;
-        if deadline > now_ms {
+    /// The next check due at `now_ms`, if any.
+    pub(crate) fn pop_due_check(&mut self, now_ms: u64) -> Option<BulkCheck> {
+        if self.bulk_checks.front()?.due_ms > now_ms {
             return None;
         }
-        let waiting = self.shared.get(&key).map_or(0, |s| s.waiting.len());
-        let slots: u32 = self.task_managers.values().map(|(_, s)| *s).sum();
-        Some(format!(
-            "could not acquire a slot within {} ms ({} task(s) waiting for slot sharing group {} subtask {}; {} TaskManager(s) with {} slot(s) in all)",
-            timeout_ms,
-            waiting,
-            key.0,
-            key.1,
-            self.task_managers.len(),
-            slots
-        ))
+        self.bulk_checks.pop_front()
+    }
+
+    /// Schedules a check (due no earlier than every queued one).
+    pub(crate) fn push_check(&mut self, check: BulkCheck) {
+        debug_assert!(self
+            .bulk_checks
+            .back()
+            .is_none_or(|c| c.due_ms <= check.due_ms));
+        self.bulk_checks.push_back(check);
+    }
+
+    /// Slots offered by the registered TaskManagers, in use or free.
+    pub(crate) fn total_slots(&self) -> u64 {
+        self.task_managers
+            .values()
+            .map(|(_, s)| u64::from(*s))
+            .sum()
+    }
+
+    /// Free physical slots.
+    pub(crate) fn free_slots(&self) -> u64 {
+        self.free.len() as u64
+    }
+
+    /// Registered TaskManagers.
+    pub(crate) fn task_manager_count(&self) -> usize {
+        self.task_managers.len()
     }
 
     /// Whether slots were freed or requested since the last call; clears the flag.
@@ -132,10 +177,11 @@ impl SlotPool {
         std::mem::take(&mut self.dirty)
     }
 
-    /// Drops every shared slot and waiting request (the job ended).
+    /// Drops every shared slot, waiting request and check (the job ended).
     pub(crate) fn clear_requests(&mut self) {
         self.shared.clear();
         self.queue.clear();
+        self.bulk_checks.clear();
     }
 
     /// Heap bytes of the per-vertex array (the maps grow with the slots in use, not with the
@@ -159,7 +205,7 @@ impl SlotPool {
 impl Scheduler {
     /// Requests the shared slot of `v`: assigned at once when its sharing group instance already
     /// holds a physical slot, else queued.
-    pub(crate) fn request_slot(&mut self, v: ExecutionVertexIndex, now_ms: u64) {
+    pub(crate) fn request_slot(&mut self, v: ExecutionVertexIndex) {
         let key = self.slots.sharing_key(&self.graph, v);
         let shared = self.slots.shared.entry(key).or_default();
         if let Some(allocation) = shared.allocation {
@@ -170,10 +216,84 @@ impl Scheduler {
         shared.waiting.push(v);
         if !shared.queued {
             shared.queued = true;
-            let deadline = now_ms.saturating_add(self.config.slot_request_timeout_ms);
-            self.slots.queue.push_back((key, deadline));
+            self.slots.queue.push_back(key);
             self.slots.dirty = true;
         }
+    }
+
+    /// Opens the slot request of a region whose members just requested their slots: unless it
+    /// is complete already, its bulk check is scheduled `slot.request.timeout` from now.
+    pub(crate) fn open_request(&mut self, region: PipelinedRegionIndex, now_ms: u64) {
+        self.request_epoch[region] = self.request_epoch[region].wrapping_add(1);
+        if self.missing_slots[region] == 0 {
+            return;
+        }
+        self.slots.push_check(BulkCheck {
+            due_ms: now_ms.saturating_add(self.config.slot_request_timeout_ms),
+            region,
+            request: self.request_epoch[region],
+            unfulfillable_since: Some(now_ms),
+        });
+    }
+
+    /// Runs the bulk checks due at `now_ms`. Returns why the job must fail when a request has
+    /// been unfulfillable for `slot.request.timeout`.
+    pub(crate) fn check_slot_requests(&mut self, now_ms: u64) -> Option<String> {
+        let timeout = self.config.slot_request_timeout_ms;
+        while let Some(mut check) = self.slots.pop_due_check(now_ms) {
+            let r = check.region;
+            if check.request != self.request_epoch[r]
+                || self.missing_slots[r] == NO_REQUEST
+                || self.missing_slots[r] == 0
+            {
+                continue; // deployed or cancelled since
+            }
+            let (pending, held) = self.bulk_slots(r);
+            if pending == 0 {
+                continue;
+            }
+            let reusable = match self.graph.job_graph().job_type() {
+                JobType::Batch => self.slots.total_slots().saturating_sub(held),
+                JobType::Streaming => self.slots.free_slots(),
+            };
+            if pending <= reusable {
+                check.unfulfillable_since = None;
+            } else {
+                let since = *check.unfulfillable_since.get_or_insert(now_ms);
+                if since.saturating_add(timeout) <= now_ms {
+                    return Some(format!(
+                        "could not acquire a slot within {timeout} ms: region {} needs {pending} more slot(s) and at most {reusable} can ever be free for it ({} TaskManager(s) with {} slot(s) in all)",
+                        r.0,
+                        self.slots.task_manager_count(),
+                        self.slots.total_slots()
+                    ));
+                }
+            }
+            check.due_ms = now_ms.saturating_add(timeout);
+            self.slots.push_check(check);
+        }
+        None
+    }
+
+    /// The physical slots a region's open request still waits for and those it holds, each
+    /// counted once per shared slot. O(region size).
+    fn bulk_slots(&self, region: PipelinedRegionIndex) -> (u64, u64) {
+        let mut pending = Vec::new();
+        let mut held = Vec::new();
+        for v in self.regions.members(region) {
+            if self.state[v] != ExecutionState::Scheduled {
+                continue;
+            }
+            match self.allocation[v] {
+                Some(a) => held.push((a.task_manager.0, a.slot)),
+                None => pending.push(self.slots.sharing_key(&self.graph, v)),
+            }
+        }
+        pending.sort_unstable();
+        pending.dedup();
+        held.sort_unstable();
+        held.dedup();
+        (pending.len() as u64, held.len() as u64)
     }
 
     /// Gives `v` its slot; a region whose request is now complete is ready to deploy.
@@ -191,7 +311,7 @@ impl Scheduler {
 
     /// Gives free slots to waiting shared slots, first come first served.
     pub(crate) fn serve_slot_queue(&mut self) {
-        while let Some(&(key, _)) = self.slots.queue.front() {
+        while let Some(&key) = self.slots.queue.front() {
             let Some(&(tm, slot)) = self.slots.free.iter().next() else {
                 break;
             };

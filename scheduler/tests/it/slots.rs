@@ -6,9 +6,25 @@ use std::sync::Arc;
 use conflux_deploy::{AllocationId, TaskManagerId, TaskManagerLocation};
 use conflux_graph::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
 use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
-use conflux_scheduler::{Command, Event, JobStatus, Scheduler, SchedulerConfig};
+use conflux_scheduler::{Command, Event, JobStatus, RestartStrategy, Scheduler, SchedulerConfig};
 
 fn scheduler(groups: [&str; 2], partition_type: &str, pattern: &str) -> Scheduler {
+    scheduler_of(
+        "batch",
+        SchedulerConfig::default(),
+        groups,
+        partition_type,
+        pattern,
+    )
+}
+
+fn scheduler_of(
+    job_type: &str,
+    config: SchedulerConfig,
+    groups: [&str; 2],
+    partition_type: &str,
+    pattern: &str,
+) -> Scheduler {
     let vertex = |id: &str, group: &str| JobVertexJson {
         id: id.to_owned(),
         parallelism: 2,
@@ -19,7 +35,7 @@ fn scheduler(groups: [&str; 2], partition_type: &str, pattern: &str) -> Schedule
     };
     let json = JobGraphJson {
         name: "slots".to_owned(),
-        job_type: "batch".to_owned(),
+        job_type: job_type.to_owned(),
         vertices: vec![vertex("A", groups[0]), vertex("B", groups[1])],
         edges: vec![JobEdgeJson {
             source: "A".to_owned(),
@@ -34,7 +50,7 @@ fn scheduler(groups: [&str; 2], partition_type: &str, pattern: &str) -> Schedule
         ExecutionGraph::build(JobGraph::from_json(&json).expect("valid")).expect("expands"),
     );
     let regions = Arc::new(PipelinedRegions::compute(&graph).expect("regions"));
-    Scheduler::new(graph, regions, SchedulerConfig::default())
+    Scheduler::new(graph, regions, config)
 }
 
 fn register(s: &mut Scheduler, slots: u32) -> Vec<Command> {
@@ -93,40 +109,139 @@ fn a_request_waits_for_a_freed_slot() {
     assert_eq!(deploys(&out), vec![vec![(1, slot(0))]]);
 }
 
+/// Statuses announced by the commands.
+fn statuses(out: &[Command]) -> Vec<JobStatus> {
+    out.iter()
+        .filter_map(|c| match c {
+            Command::JobStatus { status, .. } => Some(*status),
+            _ => None,
+        })
+        .collect()
+}
+
+/// As Flink's `PhysicalSlotRequestBulkCheckerImplTest`: a bulk that can never be served (a
+/// region of two pipelined tasks in separate slot sharing groups, one slot in the cluster) is
+/// unfulfillable from its creation and fails the job at the first check, one
+/// `slot.request.timeout` later.
 #[test]
 fn requests_that_cannot_be_served_fail_the_job_at_the_timeout() {
-    // Separate slot sharing groups need four slots; two are offered.
+    let mut s = scheduler(["a", "b"], "pipelined", "pointwise");
+    register(&mut s, 1);
+    let out = s.handle(0, Event::Start).expect("start");
+    assert!(deploys(&out).is_empty(), "no region has both its slots");
+    assert_eq!(s.next_timer(), Some(300_000));
+    let out = s.handle(299_999, Event::Tick).expect("tick");
+    assert!(out.is_empty());
+    let out = s.handle(300_000, Event::Tick).expect("tick");
+    assert_eq!(s.status(), JobStatus::Failed);
+    assert_eq!(statuses(&out), [JobStatus::Failing, JobStatus::Failed]);
+    let reason = s.failure_reason().expect("reason");
+    assert!(
+        reason.contains("could not acquire a slot within 300000 ms: region 0 needs 1 more slot(s) and at most 0 can ever be free for it (1 TaskManager(s) with 1 slot(s) in all)"),
+        "{reason}"
+    );
+}
+
+/// A batch bulk waiting for slots that other regions hold is fulfillable (those slots free up
+/// when the regions finish): it never times out, however long it waits.
+#[test]
+fn batch_requests_wait_for_slots_in_use_without_a_deadline() {
     let mut s = scheduler(["a", "b"], "pipelined", "pointwise");
     register(&mut s, 2);
     let out = s.handle(0, Event::Start).expect("start");
     assert_eq!(
         deploys(&out).len(),
         1,
-        "one region gets both slots, the other waits"
+        "region 0 gets both slots, region 1 waits"
     );
-    assert_eq!(s.next_timer(), Some(300_000));
-    let out = s.handle(299_999, Event::Tick).expect("tick");
-    assert!(out.is_empty());
+    for t in [300_000, 600_000, 900_000] {
+        assert_eq!(
+            s.next_timer(),
+            Some(t),
+            "checked every slot.request.timeout"
+        );
+        assert!(s.handle(t, Event::Tick).expect("tick").is_empty());
+        assert_eq!(s.status(), JobStatus::Running);
+    }
+    for v in 0..4 {
+        let a = s.attempt(conflux_graph::ExecutionVertexIndex(v));
+        if s.state(conflux_graph::ExecutionVertexIndex(v))
+            == conflux_deploy::ExecutionState::Deploying
+        {
+            s.handle(900_001, Event::TaskRunning(a)).expect("running");
+        }
+    }
+    let a0 = s.attempt(conflux_graph::ExecutionVertexIndex(0));
+    let b0 = s.attempt(conflux_graph::ExecutionVertexIndex(2));
+    s.handle(900_002, Event::TaskFinished(a0))
+        .expect("finish A#0");
+    let out = s
+        .handle(900_003, Event::TaskFinished(b0))
+        .expect("finish B#0");
+    assert_eq!(
+        deploys(&out),
+        vec![vec![(1, slot(0)), (3, slot(1))]],
+        "region 1 gets the freed slots"
+    );
+}
+
+/// In a streaming job running tasks hold their slots indefinitely: a bulk that needs slots in
+/// use can never be served and fails at the timeout.
+#[test]
+fn streaming_requests_do_not_count_slots_in_use() {
+    let mut s = scheduler_of(
+        "streaming",
+        SchedulerConfig::default(),
+        ["a", "b"],
+        "pipelined",
+        "pointwise",
+    );
+    register(&mut s, 2);
+    let out = s.handle(0, Event::Start).expect("start");
+    assert_eq!(deploys(&out).len(), 1);
     let out = s.handle(300_000, Event::Tick).expect("tick");
-    assert_eq!(s.status(), JobStatus::Failed);
-    let statuses: Vec<JobStatus> = out
-        .iter()
-        .filter_map(|c| match c {
-            Command::JobStatus { status, .. } => Some(*status),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(statuses, [JobStatus::Failing, JobStatus::Failed]);
+    assert_eq!(statuses(&out), [JobStatus::Failing, JobStatus::Failed]);
     let reason = s.failure_reason().expect("reason");
     assert!(
-        reason.contains("could not acquire a slot within 300000 ms"),
+        reason.contains("region 1 needs 2 more slot(s) and at most 0 can ever be free"),
         "{reason}"
     );
-    // The running region's tasks were cancelled.
-    assert_eq!(
-        out.iter()
-            .filter(|c| matches!(c, Command::Cancel(_)))
-            .count(),
-        2
+}
+
+/// A bulk fulfillable at a check and unfulfillable later fails one timeout after the first
+/// check that saw it unfulfillable, not earlier.
+#[test]
+fn the_timeout_counts_from_the_check_that_saw_the_bulk_unfulfillable() {
+    // Region 0 restarts only after a very long delay, so region 1 is the only open request.
+    let config = SchedulerConfig {
+        restart: RestartStrategy::FixedDelay {
+            attempts: 1,
+            delay_ms: 100_000_000,
+        },
+        ..SchedulerConfig::default()
+    };
+    let mut s = scheduler_of("batch", config, ["a", "b"], "pipelined", "pointwise");
+    register(&mut s, 2);
+    s.handle(0, Event::Start).expect("start");
+    assert!(
+        s.handle(300_000, Event::Tick).expect("tick").is_empty(),
+        "fulfillable: region 0 holds the two slots and will free them"
+    );
+    // The only TaskManager is lost: region 1 can never be served from 400,000 on.
+    s.handle(400_000, Event::TaskManagerLost(TaskManagerId(0)))
+        .expect("lost");
+    assert_eq!(s.next_timer(), Some(600_000));
+    s.handle(600_000, Event::Tick)
+        .expect("check: unfulfillable since now");
+    assert_eq!(s.status(), JobStatus::Running);
+    assert_eq!(s.next_timer(), Some(900_000));
+    s.handle(899_999, Event::Tick).expect("tick");
+    assert_eq!(s.status(), JobStatus::Running);
+    s.handle(900_000, Event::Tick).expect("check: timed out");
+    assert_eq!(s.status(), JobStatus::Failed);
+    let reason = s.failure_reason().expect("reason");
+    assert!(
+        reason.contains("region 1 needs 2 more slot(s) and at most 0 can ever be free"),
+        "{reason}"
     );
 }

@@ -3,5 +3,6 @@
 // Test graphs are tiny: index casts cannot truncate.
 #![allow(clippy::cast_possible_truncation)]
 
+mod flink_semantics;
 mod replay;
 mod simulation;

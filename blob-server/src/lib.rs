@@ -33,8 +33,8 @@ mod cache;
 mod client;
 mod clock;
 mod config;
-mod http;
 mod layout;
+mod protocol;
 mod server;
 mod store;
 

@@ -4,22 +4,17 @@
 use std::fmt;
 use std::path::Path as FsPath;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::prefix::PrefixStore;
-use object_store::{
-    BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
-    WriteMultipart,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 use tokio::io::AsyncReadExt;
 
-use crate::config::{DurableStoreConfig, S3Config};
+use crate::config::DurableStoreConfig;
 use crate::layout::{self, io_err};
+use crate::S3Config;
 use crate::{BlobError, BlobKey, BlobKind, JobId};
 
 /// Blobs above this size are uploaded in parts rather than read into memory at once.
@@ -115,45 +110,21 @@ impl BlobStore {
         ))
     }
 
-    /// A store in an S3-compatible bucket. Requests are retried at most 3 times within 30 s, so
-    /// an unreachable endpoint fails in bounded time.
+    /// A store in an S3-compatible bucket, with the client [`S3Config::build`] makes: requests
+    /// are retried at most 3 times within 30 s, so an unreachable endpoint fails in bounded
+    /// time. Named `s3://<bucket>[/<prefix>] at <endpoint|aws>` in errors and logs.
     ///
     /// # Errors
-    /// [`BlobError::Config`] when the client refuses the settings (e.g. an `http://` endpoint
-    /// without [`S3Config::allow_http`]).
+    /// [`BlobError::Config`] when the client refuses the settings. An `http://` endpoint
+    /// without [`S3Config::allow_http`] fails the first request instead.
     pub fn s3(config: &S3Config) -> Result<BlobStore, BlobError> {
-        let mut builder = AmazonS3Builder::new()
-            .with_bucket_name(&config.bucket)
-            .with_access_key_id(&config.access_key_id)
-            .with_secret_access_key(&config.secret_access_key)
-            .with_region(&config.region)
-            .with_virtual_hosted_style_request(false)
-            .with_retry(RetryConfig {
-                backoff: BackoffConfig::default(),
-                max_retries: 3,
-                retry_timeout: Duration::from_secs(30),
-            })
-            // Client options replace earlier ones, `allow_http` included: set them together.
-            .with_client_options(
-                ClientOptions::new()
-                    .with_allow_http(config.allow_http)
-                    .with_connect_timeout(Duration::from_secs(10))
-                    .with_timeout(Duration::from_secs(300)),
-            );
-        if let Some(endpoint) = &config.endpoint {
-            builder = builder.with_endpoint(endpoint);
-        }
-        let s3 = builder
+        let store = config
             .build()
-            .map_err(|e| BlobError::Config(format!("S3 bucket {}: {e}", config.bucket)))?;
-        let endpoint = config.endpoint.as_deref().unwrap_or("aws");
+            .map_err(|e| BlobError::Config(e.to_string()))?;
+        let endpoint = config.endpoint_name();
         let description = match &config.prefix {
             Some(prefix) => format!("s3://{}/{prefix} at {endpoint}", config.bucket),
             None => format!("s3://{} at {endpoint}", config.bucket),
-        };
-        let store: Arc<dyn ObjectStore> = match &config.prefix {
-            Some(prefix) => Arc::new(PrefixStore::new(s3, prefix.as_str())),
-            None => Arc::new(s3),
         };
         Ok(BlobStore::from_object_store(store, description))
     }

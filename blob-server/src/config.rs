@@ -15,7 +15,7 @@ pub const DEFAULT_MAX_BLOB_BYTES: u64 = 1 << 30;
 
 /// Default byte budget of a [`BlobCache`](crate::BlobCache): 100 MiB (104,857,600 bytes), as
 /// Flink's `BlobCacheSizeTracker` (FLINK-23354, 1.14).
-pub const DEFAULT_CACHE_BYTES: u64 = 100 << 20;
+pub const DEFAULT_BLOB_CACHE_BYTES: u64 = 100 << 20;
 
 /// Default TTL of transient blobs: 3,600,000 ms (1 hour), Flink's
 /// `blob.service.cleanup.interval`.
@@ -119,7 +119,7 @@ pub struct BlobCacheConfig {
     pub auth_token: Option<String>,
     /// The byte budget of cached blobs; least recently used blobs are evicted to stay within it.
     /// A blob larger than the whole budget is served but not kept. Default
-    /// [`DEFAULT_CACHE_BYTES`] (Flink's `BlobCacheSizeTracker`, FLINK-23354).
+    /// [`DEFAULT_BLOB_CACHE_BYTES`] (Flink's `BlobCacheSizeTracker`, FLINK-23354).
     pub max_bytes: u64,
     /// How long a transient blob stays cached after its last access, in ms. Default
     /// [`DEFAULT_TRANSIENT_TTL_MS`].
@@ -140,7 +140,7 @@ impl BlobCacheConfig {
             server_url: None,
             durable: DurableStoreConfig::None,
             auth_token: None,
-            max_bytes: DEFAULT_CACHE_BYTES,
+            max_bytes: DEFAULT_BLOB_CACHE_BYTES,
             transient_ttl_ms: DEFAULT_TRANSIENT_TTL_MS,
             fetch_retries: 5,
             clock: Arc::new(SystemClock::new()),

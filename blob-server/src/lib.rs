@@ -38,11 +38,11 @@ mod protocol;
 mod server;
 mod store;
 
-pub use cache::{BlobCache, CacheStats};
+pub use cache::{BlobCache, BlobCacheStats};
 pub use client::BlobClient;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
-    BlobCacheConfig, BlobServerConfig, DurableStoreConfig, DEFAULT_CACHE_BYTES,
+    BlobCacheConfig, BlobServerConfig, DurableStoreConfig, DEFAULT_BLOB_CACHE_BYTES,
     DEFAULT_MAX_BLOB_BYTES, DEFAULT_TRANSIENT_TTL_MS,
 };
 pub use conflux_blob_api::{

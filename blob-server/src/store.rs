@@ -101,7 +101,10 @@ impl BlobStore {
         std::fs::create_dir_all(dir)
             .map_err(io_err(format!("creating directory {}", dir.display())))?;
         let store = LocalFileSystem::new_with_prefix(dir)
-            .map_err(|e| BlobError::Store(format!("opening {}: {e}", dir.display())))?
+            .map_err(|e| BlobError::Store {
+                context: format!("opening {}", dir.display()),
+                source: Box::new(e),
+            })?
             // Removes a job's directory with its last blob.
             .with_automatic_cleanup(true);
         Ok(BlobStore::from_object_store(
@@ -141,20 +144,14 @@ impl BlobStore {
         }
     }
 
+    /// A [`BlobError::Store`] for `what` on `path`, keeping the client's error as its source
+    /// (its own sources name the causes: the client's top error often says only "builder
+    /// error" or "error sending request").
     fn store_error(&self, what: &str, path: &Path, e: object_store::Error) -> BlobError {
-        // The client's errors often say only "builder error" or "error sending request" at
-        // the top: name every cause.
-        let mut message = format!("{what} {path} in {}: {e}", self.description);
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            let cause_text = cause.to_string();
-            if !message.contains(&cause_text) {
-                message.push_str(": ");
-                message.push_str(&cause_text);
-            }
-            source = cause.source();
+        BlobError::Store {
+            context: format!("{what} {path} in {}", self.description),
+            source: Box::new(e),
         }
-        BlobError::Store(message)
     }
 
     /// Stores `bytes` as `key`'s content (atomically: readers never see part of it).
@@ -338,11 +335,9 @@ impl BlobStore {
         let count = std::str::from_utf8(&bytes)
             .ok()
             .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| {
-                BlobError::Store(format!(
-                    "reading {path} in {}: not a reference count",
-                    self.description
-                ))
+            .ok_or_else(|| BlobError::Store {
+                context: format!("reading {path} in {}", self.description),
+                source: "not a reference count".into(),
             })?;
         Ok(Some(count))
     }

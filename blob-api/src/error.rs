@@ -39,8 +39,16 @@ pub enum BlobError {
         source: std::io::Error,
     },
     /// The durable object store failed.
-    #[error("object store: {0}")]
-    Store(String),
+    #[error("object store: {context}: {source}")]
+    Store {
+        /// What was being done, e.g. `writing job_<job>/p-<digest> in s3://blobs at <url>`.
+        context: String,
+        /// The cause: an `object_store::Error` from `conflux-blob`'s `BlobStore` (downcast
+        /// it to match on its kind), or a description of malformed stored data. Boxed because
+        /// this crate does not depend on `object_store`.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The remote server answered with an error.
     #[error("blob server: {0}")]
     Remote(String),

@@ -1,7 +1,6 @@
 //! The TaskManager-side cache (Flink's `PermanentBlobCache` with its `BlobCacheSizeTracker`,
 //! and `TransientBlobCache`).
 
-use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
+use lru::LruCache;
 use tokio::runtime::Handle;
 
 use crate::bridge;
@@ -23,7 +23,7 @@ use crate::{BlobError, BlobKey, BlobKind, BlobReader, JobId};
 /// reports blob fetches and cache hits per TaskManager from these.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct CacheStats {
+pub struct BlobCacheStats {
     /// Reads served from a cached, verified local file.
     pub hits: u64,
     /// Reads not served locally (the sum of the fetches below and of failed reads).
@@ -68,39 +68,48 @@ fn bump(counter: &AtomicU64, by: u64) {
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     size: u64,
-    /// Position in the LRU order (larger: used more recently).
-    tick: u64,
     /// Clock time of the last access, for the TTL of transient blobs.
     last_access_ms: u64,
 }
 
-/// The cached blobs, in LRU order (an access-ordered map, as Flink's `LinkedHashMap`).
-#[derive(Debug, Default)]
+/// The cached blobs in LRU order (an access-ordered map, as Flink's `LinkedHashMap`; unbounded
+/// in entries because the budget is in bytes) and their total size.
+///
+/// Invariant: `bytes` is the sum of the entries' sizes.
+#[derive(Debug)]
 struct State {
-    entries: HashMap<BlobKey, Entry>,
-    lru: BTreeMap<u64, BlobKey>,
-    tick: u64,
+    entries: LruCache<BlobKey, Entry>,
     bytes: u64,
     last_sweep_ms: u64,
 }
 
 impl State {
+    fn new() -> State {
+        State {
+            entries: LruCache::unbounded(),
+            bytes: 0,
+            last_sweep_ms: 0,
+        }
+    }
+
+    /// Makes `key` the most recently used, accessed at `now` (ms).
     fn touch(&mut self, key: &BlobKey, now: u64) {
-        self.tick += 1;
-        let tick = self.tick;
         if let Some(entry) = self.entries.get_mut(key) {
-            self.lru.remove(&entry.tick);
-            entry.tick = tick;
             entry.last_access_ms = now;
-            self.lru.insert(tick, *key);
         }
     }
 
     fn remove(&mut self, key: &BlobKey) -> Option<Entry> {
-        let entry = self.entries.remove(key)?;
-        self.lru.remove(&entry.tick);
+        let entry = self.entries.pop(key)?;
         self.bytes -= entry.size;
         Some(entry)
+    }
+
+    /// Removes and returns the least recently used blob.
+    fn pop_lru(&mut self) -> Option<BlobKey> {
+        let (key, entry) = self.entries.pop_lru()?;
+        self.bytes -= entry.size;
+        Some(key)
     }
 }
 
@@ -196,7 +205,7 @@ impl BlobCache {
                 clock: config.clock,
                 client,
                 durable,
-                state: Mutex::new(State::default()),
+                state: Mutex::new(State::new()),
                 temp_counter: AtomicU64::new(0),
                 counters: Counters::default(),
             }),
@@ -228,9 +237,9 @@ impl BlobCache {
         let mut state = self.inner.lock();
         let keys: Vec<BlobKey> = state
             .entries
-            .keys()
+            .iter()
+            .map(|(key, _)| *key)
             .filter(|key| key.job == Some(job))
-            .copied()
             .collect();
         for key in &keys {
             state.remove(key);
@@ -249,23 +258,30 @@ impl BlobCache {
 
     /// Whether `key` is cached now.
     pub fn contains(&self, key: &BlobKey) -> bool {
-        self.inner.lock().entries.contains_key(key)
+        self.inner.lock().entries.contains(key)
     }
 
     /// Keys cached now, least recently used first.
     pub fn lru_order(&self) -> Vec<BlobKey> {
-        self.inner.lock().lru.values().copied().collect()
+        // The map iterates most recently used first.
+        self.inner
+            .lock()
+            .entries
+            .iter()
+            .rev()
+            .map(|(key, _)| *key)
+            .collect()
     }
 
     /// Counters since creation and what is cached now.
-    pub fn stats(&self) -> CacheStats {
+    pub fn stats(&self) -> BlobCacheStats {
         let (cached_blobs, cached_bytes) = {
             let state = self.inner.lock();
             (state.entries.len() as u64, state.bytes)
         };
         let c = &self.inner.counters;
         let get = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
-        CacheStats {
+        BlobCacheStats {
             hits: get(&c.hits),
             misses: get(&c.misses),
             durable_fetches: get(&c.durable_fetches),
@@ -333,7 +349,7 @@ impl Inner {
         let now = self.clock.now_ms();
         {
             let mut state = self.lock();
-            let Some(entry) = state.entries.get(key).copied() else {
+            let Some(entry) = state.entries.peek(key).copied() else {
                 bump(&self.counters.misses, 1);
                 return Ok(None);
             };
@@ -441,7 +457,7 @@ impl Inner {
             tracing::debug!(key = %key, size, budget = self.max_bytes, "blob larger than the cache; not kept");
             return Ok(());
         }
-        if self.lock().entries.contains_key(key) {
+        if self.lock().entries.contains(key) {
             return Ok(());
         }
         // Written outside the lock; renamed into place under it.
@@ -450,35 +466,28 @@ impl Inner {
             .map_err(io_err(format!("writing {}", temp.path().display())))?;
         drop(file);
         let mut state = self.lock();
-        if state.entries.contains_key(key) {
+        if state.entries.contains(key) {
             state.touch(key, now);
             return Ok(());
         }
         let mut evicted = 0u64;
         while state.bytes + size > self.max_bytes {
-            let Some((_, victim)) = state.lru.pop_first() else {
+            let Some(victim) = state.pop_lru() else {
                 break;
             };
-            if let Some(entry) = state.entries.remove(&victim) {
-                state.bytes -= entry.size;
-            }
             layout::remove_file_if_exists(&layout::blob_path(&self.root, &victim))?;
             evicted += 1;
             tracing::debug!(key = %victim, "blob evicted from the cache");
         }
         bump(&self.counters.evictions, evicted);
         temp.persist(&layout::blob_path(&self.root, key))?;
-        state.tick += 1;
-        let tick = state.tick;
-        state.entries.insert(
+        state.entries.put(
             *key,
             Entry {
                 size,
-                tick,
                 last_access_ms: now,
             },
         );
-        state.lru.insert(tick, *key);
         state.bytes += size;
         Ok(())
     }

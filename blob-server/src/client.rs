@@ -7,8 +7,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::{RequestBuilder, Response, StatusCode};
 
-use crate::http::LIMIT_HEADER;
 use crate::layout;
+use crate::protocol::LIMIT_HEADER;
 use crate::{BlobError, BlobKey, BlobKind, JobId};
 
 /// A client of a [`BlobServer`](crate::BlobServer): put, get (verified), delete, job cleanup.

@@ -5,6 +5,8 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use conflux_object_store::S3Config;
+
 use crate::clock::{Clock, SystemClock};
 
 /// Default cap on one blob: 1 GiB (1,073,741,824 bytes). Flink has no cap; one protects the
@@ -13,7 +15,7 @@ pub const DEFAULT_MAX_BLOB_BYTES: u64 = 1 << 30;
 
 /// Default byte budget of a [`BlobCache`](crate::BlobCache): 100 MiB (104,857,600 bytes), as
 /// Flink's `BlobCacheSizeTracker` (FLINK-23354, 1.14).
-pub const DEFAULT_CACHE_BYTES: u64 = 100 << 20;
+pub const DEFAULT_BLOB_CACHE_BYTES: u64 = 100 << 20;
 
 /// Default TTL of transient blobs: 3,600,000 ms (1 hour), Flink's
 /// `blob.service.cleanup.interval`.
@@ -33,61 +35,6 @@ pub enum DurableStoreConfig {
     },
     /// An S3-compatible object store.
     S3(S3Config),
-}
-
-/// An S3-compatible bucket (AWS S3, MinIO, `s3s-fs`, ...). `Debug` hides the secret.
-#[derive(Clone)]
-pub struct S3Config {
-    /// The endpoint URL, e.g. `http://127.0.0.1:9000`; `None` means AWS for `region`.
-    /// Requests use path style (`<endpoint>/<bucket>/<key>`).
-    pub endpoint: Option<String>,
-    /// The bucket; it must exist.
-    pub bucket: String,
-    /// The access key id.
-    pub access_key_id: String,
-    /// The secret access key.
-    pub secret_access_key: String,
-    /// The region, e.g. `us-east-1` (S3-compatible servers mostly ignore it).
-    pub region: String,
-    /// Whether a plain `http://` endpoint is allowed (test servers); off by default.
-    pub allow_http: bool,
-    /// A key prefix inside the bucket (e.g. `<cluster-id>/blob`, as Flink's
-    /// `<high-availability.storageDir>/<cluster-id>/blob`); `None` for the bucket's root.
-    pub prefix: Option<String>,
-}
-
-impl S3Config {
-    /// A bucket with these credentials, region `us-east-1`, no endpoint (AWS), https only, no
-    /// prefix.
-    pub fn new(
-        bucket: impl Into<String>,
-        access_key_id: impl Into<String>,
-        secret_access_key: impl Into<String>,
-    ) -> S3Config {
-        S3Config {
-            endpoint: None,
-            bucket: bucket.into(),
-            access_key_id: access_key_id.into(),
-            secret_access_key: secret_access_key.into(),
-            region: "us-east-1".to_owned(),
-            allow_http: false,
-            prefix: None,
-        }
-    }
-}
-
-impl fmt::Debug for S3Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("S3Config")
-            .field("endpoint", &self.endpoint)
-            .field("bucket", &self.bucket)
-            .field("access_key_id", &self.access_key_id)
-            .field("secret_access_key", &"<redacted>")
-            .field("region", &self.region)
-            .field("allow_http", &self.allow_http)
-            .field("prefix", &self.prefix)
-            .finish()
-    }
 }
 
 /// How a [`BlobServer`](crate::BlobServer) runs. Build it with [`BlobServerConfig::new`] and
@@ -172,7 +119,7 @@ pub struct BlobCacheConfig {
     pub auth_token: Option<String>,
     /// The byte budget of cached blobs; least recently used blobs are evicted to stay within it.
     /// A blob larger than the whole budget is served but not kept. Default
-    /// [`DEFAULT_CACHE_BYTES`] (Flink's `BlobCacheSizeTracker`, FLINK-23354).
+    /// [`DEFAULT_BLOB_CACHE_BYTES`] (Flink's `BlobCacheSizeTracker`, FLINK-23354).
     pub max_bytes: u64,
     /// How long a transient blob stays cached after its last access, in ms. Default
     /// [`DEFAULT_TRANSIENT_TTL_MS`].
@@ -193,7 +140,7 @@ impl BlobCacheConfig {
             server_url: None,
             durable: DurableStoreConfig::None,
             auth_token: None,
-            max_bytes: DEFAULT_CACHE_BYTES,
+            max_bytes: DEFAULT_BLOB_CACHE_BYTES,
             transient_ttl_ms: DEFAULT_TRANSIENT_TTL_MS,
             fetch_retries: 5,
             clock: Arc::new(SystemClock::new()),

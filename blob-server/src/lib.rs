@@ -33,20 +33,21 @@ mod cache;
 mod client;
 mod clock;
 mod config;
-mod http;
 mod layout;
+mod protocol;
 mod server;
 mod store;
 
-pub use cache::{BlobCache, CacheStats};
+pub use cache::{BlobCache, BlobCacheStats};
 pub use client::BlobClient;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
-    BlobCacheConfig, BlobServerConfig, DurableStoreConfig, S3Config, DEFAULT_CACHE_BYTES,
+    BlobCacheConfig, BlobServerConfig, DurableStoreConfig, DEFAULT_BLOB_CACHE_BYTES,
     DEFAULT_MAX_BLOB_BYTES, DEFAULT_TRANSIENT_TTL_MS,
 };
 pub use conflux_blob_api::{
     BlobError, BlobKey, BlobKind, BlobReader, BlobWriter, Bytes, Digest, JobId, MemoryBlobStore,
 };
+pub use conflux_object_store::S3Config;
 pub use server::{BlobServer, ServerStats};
 pub use store::BlobStore;

@@ -4,22 +4,17 @@
 use std::fmt;
 use std::path::Path as FsPath;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::StreamExt;
-use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
-use object_store::prefix::PrefixStore;
-use object_store::{
-    BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig,
-    WriteMultipart,
-};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 use tokio::io::AsyncReadExt;
 
-use crate::config::{DurableStoreConfig, S3Config};
+use crate::config::DurableStoreConfig;
 use crate::layout::{self, io_err};
+use crate::S3Config;
 use crate::{BlobError, BlobKey, BlobKind, JobId};
 
 /// Blobs above this size are uploaded in parts rather than read into memory at once.
@@ -106,7 +101,10 @@ impl BlobStore {
         std::fs::create_dir_all(dir)
             .map_err(io_err(format!("creating directory {}", dir.display())))?;
         let store = LocalFileSystem::new_with_prefix(dir)
-            .map_err(|e| BlobError::Store(format!("opening {}: {e}", dir.display())))?
+            .map_err(|e| BlobError::Store {
+                context: format!("opening {}", dir.display()),
+                source: Box::new(e),
+            })?
             // Removes a job's directory with its last blob.
             .with_automatic_cleanup(true);
         Ok(BlobStore::from_object_store(
@@ -115,45 +113,21 @@ impl BlobStore {
         ))
     }
 
-    /// A store in an S3-compatible bucket. Requests are retried at most 3 times within 30 s, so
-    /// an unreachable endpoint fails in bounded time.
+    /// A store in an S3-compatible bucket, with the client [`S3Config::build`] makes: requests
+    /// are retried at most 3 times within 30 s, so an unreachable endpoint fails in bounded
+    /// time. Named `s3://<bucket>[/<prefix>] at <endpoint|aws>` in errors and logs.
     ///
     /// # Errors
-    /// [`BlobError::Config`] when the client refuses the settings (e.g. an `http://` endpoint
-    /// without [`S3Config::allow_http`]).
+    /// [`BlobError::Config`] when the client refuses the settings. An `http://` endpoint
+    /// without [`S3Config::allow_http`] fails the first request instead.
     pub fn s3(config: &S3Config) -> Result<BlobStore, BlobError> {
-        let mut builder = AmazonS3Builder::new()
-            .with_bucket_name(&config.bucket)
-            .with_access_key_id(&config.access_key_id)
-            .with_secret_access_key(&config.secret_access_key)
-            .with_region(&config.region)
-            .with_virtual_hosted_style_request(false)
-            .with_retry(RetryConfig {
-                backoff: BackoffConfig::default(),
-                max_retries: 3,
-                retry_timeout: Duration::from_secs(30),
-            })
-            // Client options replace earlier ones, `allow_http` included: set them together.
-            .with_client_options(
-                ClientOptions::new()
-                    .with_allow_http(config.allow_http)
-                    .with_connect_timeout(Duration::from_secs(10))
-                    .with_timeout(Duration::from_secs(300)),
-            );
-        if let Some(endpoint) = &config.endpoint {
-            builder = builder.with_endpoint(endpoint);
-        }
-        let s3 = builder
+        let store = config
             .build()
-            .map_err(|e| BlobError::Config(format!("S3 bucket {}: {e}", config.bucket)))?;
-        let endpoint = config.endpoint.as_deref().unwrap_or("aws");
+            .map_err(|e| BlobError::Config(e.to_string()))?;
+        let endpoint = config.endpoint_name();
         let description = match &config.prefix {
             Some(prefix) => format!("s3://{}/{prefix} at {endpoint}", config.bucket),
             None => format!("s3://{} at {endpoint}", config.bucket),
-        };
-        let store: Arc<dyn ObjectStore> = match &config.prefix {
-            Some(prefix) => Arc::new(PrefixStore::new(s3, prefix.as_str())),
-            None => Arc::new(s3),
         };
         Ok(BlobStore::from_object_store(store, description))
     }
@@ -170,20 +144,14 @@ impl BlobStore {
         }
     }
 
+    /// A [`BlobError::Store`] for `what` on `path`, keeping the client's error as its source
+    /// (its own sources name the causes: the client's top error often says only "builder
+    /// error" or "error sending request").
     fn store_error(&self, what: &str, path: &Path, e: object_store::Error) -> BlobError {
-        // The client's errors often say only "builder error" or "error sending request" at
-        // the top: name every cause.
-        let mut message = format!("{what} {path} in {}: {e}", self.description);
-        let mut source = std::error::Error::source(&e);
-        while let Some(cause) = source {
-            let cause_text = cause.to_string();
-            if !message.contains(&cause_text) {
-                message.push_str(": ");
-                message.push_str(&cause_text);
-            }
-            source = cause.source();
+        BlobError::Store {
+            context: format!("{what} {path} in {}", self.description),
+            source: Box::new(e),
         }
-        BlobError::Store(message)
     }
 
     /// Stores `bytes` as `key`'s content (atomically: readers never see part of it).
@@ -367,11 +335,9 @@ impl BlobStore {
         let count = std::str::from_utf8(&bytes)
             .ok()
             .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| {
-                BlobError::Store(format!(
-                    "reading {path} in {}: not a reference count",
-                    self.description
-                ))
+            .ok_or_else(|| BlobError::Store {
+                context: format!("reading {path} in {}", self.description),
+                source: "not a reference count".into(),
             })?;
         Ok(Some(count))
     }

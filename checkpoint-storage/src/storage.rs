@@ -10,69 +10,18 @@ use std::ops::Range;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
-use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use object_store::prefix::PrefixStore;
-use object_store::{
-    BackoffConfig, ClientOptions, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions,
-    PutPayload, RetryConfig,
-};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+
+pub use conflux_object_store::S3Config;
 
 use crate::error::{CheckpointError, Result};
 use crate::handle::StateHandle;
-
-/// An S3-compatible bucket.
-#[derive(Clone)]
-pub struct S3Config {
-    /// Bucket name.
-    pub bucket: String,
-    /// Access key id.
-    pub access_key_id: String,
-    /// Secret access key (never printed by `Debug`).
-    pub secret_access_key: String,
-    /// Region (default `us-east-1`).
-    pub region: String,
-    /// Endpoint, e.g. `http://127.0.0.1:9000`; `None` is AWS.
-    pub endpoint: Option<String>,
-    /// Allow a plain-HTTP endpoint (test servers on loopback).
-    pub allow_http: bool,
-    /// Key prefix inside the bucket.
-    pub prefix: Option<String>,
-}
-
-impl S3Config {
-    /// A bucket with its credentials, region `us-east-1`, AWS endpoint, HTTPS only, no prefix.
-    pub fn new(bucket: &str, access_key_id: &str, secret_access_key: &str) -> S3Config {
-        S3Config {
-            bucket: bucket.to_owned(),
-            access_key_id: access_key_id.to_owned(),
-            secret_access_key: secret_access_key.to_owned(),
-            region: "us-east-1".to_owned(),
-            endpoint: None,
-            allow_http: false,
-            prefix: None,
-        }
-    }
-}
-
-impl fmt::Debug for S3Config {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("S3Config")
-            .field("bucket", &self.bucket)
-            .field("access_key_id", &self.access_key_id)
-            .field("region", &self.region)
-            .field("endpoint", &self.endpoint)
-            .field("allow_http", &self.allow_http)
-            .field("prefix", &self.prefix)
-            .finish_non_exhaustive()
-    }
-}
 
 /// Where checkpoint objects live.
 #[derive(Clone, Debug)]
@@ -172,45 +121,19 @@ impl CheckpointStorage {
         CheckpointStorage::from_object_store(Arc::new(InMemory::new()), "memory")
     }
 
-    /// A store in an S3-compatible bucket. Requests are retried at most 3 times within 30 s.
+    /// A store in an S3-compatible bucket, with the client [`S3Config::build`] makes (shared
+    /// with the blob store): requests are retried at most 3 times within 30 s.
     ///
     /// # Errors
-    /// [`CheckpointError::Config`] when the client refuses the settings (e.g. an `http://`
-    /// endpoint without [`S3Config::allow_http`]).
+    /// [`CheckpointError::Config`] when the client refuses the settings. An `http://` endpoint
+    /// without [`S3Config::allow_http`] fails the first request instead.
     pub fn s3(config: &S3Config) -> Result<CheckpointStorage> {
-        let mut builder = AmazonS3Builder::new()
-            .with_bucket_name(&config.bucket)
-            .with_access_key_id(&config.access_key_id)
-            .with_secret_access_key(&config.secret_access_key)
-            .with_region(&config.region)
-            // S3-compatible servers on loopback have no per-bucket DNS names.
-            .with_virtual_hosted_style_request(false)
-            .with_retry(RetryConfig {
-                backoff: BackoffConfig::default(),
-                max_retries: 3,
-                retry_timeout: Duration::from_secs(30),
-            })
-            // Client options replace earlier ones, `allow_http` included: set them together.
-            .with_client_options(
-                ClientOptions::new()
-                    .with_allow_http(config.allow_http)
-                    .with_connect_timeout(Duration::from_secs(10))
-                    .with_timeout(Duration::from_secs(300)),
-            );
-        if let Some(endpoint) = &config.endpoint {
-            builder = builder.with_endpoint(endpoint);
-        }
-        let s3 = builder
+        let store = config
             .build()
-            .map_err(|e| CheckpointError::Config(format!("S3 bucket {}: {e}", config.bucket)))?;
-        let endpoint = config.endpoint.as_deref().unwrap_or("aws");
-        let store: Arc<dyn ObjectStore> = match &config.prefix {
-            Some(prefix) => Arc::new(PrefixStore::new(s3, prefix.as_str())),
-            None => Arc::new(s3),
-        };
+            .map_err(|e| CheckpointError::Config(e.to_string()))?;
         Ok(CheckpointStorage::from_object_store(
             store,
-            &format!("s3://{} at {endpoint}", config.bucket),
+            &format!("s3://{} at {}", config.bucket, config.endpoint_name()),
         ))
     }
 

@@ -1,7 +1,12 @@
 //! `conflux-test-support`: what several crates' tests share, so it exists once. A
-//! dev-dependency only; never part of a product build.
+//! dev-dependency only; never published, never part of a product build.
 //!
+//! - [`S3sFs`]: an S3-compatible test server (`s3s-fs`) started on a free loopback port, killed
+//!   and reaped on drop, with the [`S3Config`](conflux_object_store::S3Config) that reaches it.
 //! - [`reference`]: the naive explicit-edge reference of the execution graph and region
 //!   failover, and the seeded small job graphs the scheduler and simulator tests draw.
 
 pub mod reference;
+mod s3s_fs;
+
+pub use s3s_fs::{S3sFs, S3S_FS_ACCESS_KEY, S3S_FS_SECRET_KEY};

@@ -15,4 +15,5 @@ mod refcount;
 mod restart;
 mod roundtrip;
 mod s3;
+mod store;
 mod transient;

@@ -14,13 +14,11 @@ use axum::Router;
 use bytes::Bytes;
 use futures_util::StreamExt;
 
-use crate::server::ServerCore;
+use crate::protocol::{LIMIT_HEADER, REFERENCES_HEADER};
 use crate::{BlobError, BlobKey, BlobKind, JobId};
 
-/// Header with the cap of a rejected upload, in bytes.
-pub(crate) const LIMIT_HEADER: &str = "x-blob-limit";
-/// Header with the reference count after an upload.
-pub(crate) const REFERENCES_HEADER: &str = "x-blob-references";
+use super::state::ServerCore;
+
 /// At most this much of a rejected upload is read (and discarded) so that the client gets to
 /// read the 413 instead of a reset connection; past it the connection is closed.
 const DRAIN_BYTES: u64 = 8 << 20;
@@ -29,7 +27,8 @@ const DRAIN_TIME: Duration = Duration::from_secs(2);
 
 type Core = Arc<ServerCore>;
 
-pub(crate) fn router(core: Core) -> Router {
+/// The server's routes (the protocol [`BlobServer`](crate::BlobServer) documents) over `core`.
+pub(super) fn router(core: Core) -> Router {
     let blobs = Router::new()
         .route("/blobs/{key}", get(get_blob).delete(delete_blob))
         .route("/blobs/{kind}/{job}", put(put_blob))
@@ -44,7 +43,7 @@ pub(crate) fn router(core: Core) -> Router {
 }
 
 /// The HTTP status of an error.
-pub(crate) fn status_of(error: &BlobError) -> StatusCode {
+fn status_of(error: &BlobError) -> StatusCode {
     match error {
         BlobError::NotFound(_) => StatusCode::NOT_FOUND,
         BlobError::InvalidKey(_) => StatusCode::BAD_REQUEST,

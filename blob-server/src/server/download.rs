@@ -1,0 +1,108 @@
+//! Downloads: the verified local file, else the durable copy, which repairs the local file.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use crate::layout::{self, blocking};
+use crate::{BlobError, BlobKey, BlobKind};
+
+use super::state::ServerCore;
+use super::stats::bump;
+
+impl ServerCore {
+    /// A blob's verified content: the local file, else the durable copy (which then repairs
+    /// the local file). Damaged content is never returned.
+    pub(super) async fn get(self: &Arc<Self>, key: &BlobKey) -> Result<Bytes, BlobError> {
+        bump(&self.counters.gets, 1);
+        let now = self.clock.now_ms();
+        let expired = {
+            let mut index = self.lock_index();
+            match index.get_mut(key) {
+                None => return Err(BlobError::NotFound(*key)),
+                Some(entry) if self.expired(key, entry, now) => {
+                    index.remove(key);
+                    true
+                }
+                Some(entry) => {
+                    entry.last_access_ms = now;
+                    false
+                }
+            }
+        };
+        if expired {
+            bump(&self.counters.expired, 1);
+            self.remove_files(key).await?;
+            return Err(BlobError::NotFound(*key));
+        }
+        let path = layout::blob_path(&self.root, key);
+        let k = *key;
+        let bytes = match blocking(move || layout::read_verified(&path, &k)).await {
+            Ok(bytes) => bytes,
+            Err(BlobError::NotFound(_)) => {
+                tracing::debug!(key = %key, "no local file; reading the durable copy");
+                self.read_durable(key, false).await?
+            }
+            Err(BlobError::DigestMismatch { .. }) => {
+                bump(&self.counters.digest_mismatches, 1);
+                tracing::error!(
+                    key = %key,
+                    path = %layout::blob_path(&self.root, key).display(),
+                    "stored blob does not match its digest; not serving it"
+                );
+                self.read_durable(key, true).await?
+            }
+            Err(e) => return Err(e),
+        };
+        bump(&self.counters.bytes_served, bytes.len() as u64);
+        Ok(bytes)
+    }
+
+    /// Reads the durable copy of a blob whose local file is missing (`damaged == false`) or
+    /// damaged, and rewrites the local file from it.
+    async fn read_durable(
+        self: &Arc<Self>,
+        key: &BlobKey,
+        damaged: bool,
+    ) -> Result<Bytes, BlobError> {
+        let local_error = || {
+            if damaged {
+                BlobError::DigestMismatch { key: *key }
+            } else {
+                BlobError::NotFound(*key)
+            }
+        };
+        let store = match (&self.durable, key.kind) {
+            (Some(store), BlobKind::Permanent) => store,
+            _ => return Err(local_error()),
+        };
+        let _guard = self.key_lock(key).lock().await;
+        if !self.lock_index().contains_key(key) {
+            return Err(BlobError::NotFound(*key));
+        }
+        let bytes = match store.get(key).await {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::error!(key = %key, store = %store, error = %e, "no usable durable copy");
+                return Err(match e {
+                    BlobError::NotFound(_) => local_error(),
+                    BlobError::DigestMismatch { .. } => e,
+                    _ if damaged => local_error(),
+                    _ => e,
+                });
+            }
+        };
+        bump(&self.counters.durable_fetches, 1);
+        let core = Arc::clone(self);
+        let (path, b) = (layout::blob_path(&self.root, key), bytes.clone());
+        let repaired = blocking(move || {
+            layout::write_atomically(&core.incoming, &core.temp_counter, &path, &b)
+        })
+        .await;
+        match repaired {
+            Ok(()) => tracing::info!(key = %key, "local copy restored from the durable store"),
+            Err(e) => tracing::warn!(key = %key, error = %e, "cannot restore the local copy"),
+        }
+        Ok(bytes)
+    }
+}

@@ -18,13 +18,12 @@ mod ids;
 mod offload;
 mod shuffle;
 mod task_manager;
+mod tdd;
 pub mod wire;
 
 pub use factory::{
     partition_name, AllProducersFinished, BlobFailure, DeploymentConfig, DeploymentStats,
-    InputGateDeploymentDescriptor, JobInformation, ProducerStates,
-    ResultPartitionDeploymentDescriptor, ShuffleDescriptorGroup, TaskDeploymentDescriptor,
-    TaskDeploymentDescriptorFactory, TaskInformation,
+    ProducerStates, TaskDeploymentDescriptorFactory,
 };
 pub use ids::{
     AllocationId, ExecutionAttemptId, ResultPartitionId, TaskManagerId, TaskManagerLocation,
@@ -39,6 +38,10 @@ pub use shuffle::{
 pub use task_manager::{
     load_input_gate, CacheStats, LoadedInputGate, SharedDecodedGroups, ShuffleDescriptorsCache,
     DEFAULT_CACHE_BYTES,
+};
+pub use tdd::{
+    InputGateDeploymentDescriptor, JobInformation, ResultPartitionDeploymentDescriptor,
+    ShuffleDescriptorGroup, TaskDeploymentDescriptor, TaskInformation,
 };
 pub use wire::WireError;
 

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, Weak};
 use conflux_blob_api::{BlobKey, BlobReader, JobId};
 use lru::LruCache;
 
-use crate::factory::{InputGateDeploymentDescriptor, ShuffleDescriptorGroup};
 use crate::offload::MaybeOffloaded;
+use crate::tdd::{InputGateDeploymentDescriptor, ShuffleDescriptorGroup};
 use crate::wire;
 use crate::{DeployError, ShuffleDescriptor};
 

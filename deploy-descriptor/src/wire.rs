@@ -38,11 +38,11 @@ const CODEC_ZSTD: u8 = 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum PayloadKind {
-    /// A [`ShuffleDescriptorGroup`](crate::ShuffleDescriptorGroup).
+    /// A [`ShuffleDescriptorGroup`](crate::tdd::ShuffleDescriptorGroup).
     ShuffleDescriptorGroup = 1,
-    /// [`JobInformation`](crate::JobInformation).
+    /// [`JobInformation`](crate::tdd::JobInformation).
     JobInformation = 2,
-    /// [`TaskInformation`](crate::TaskInformation).
+    /// [`TaskInformation`](crate::tdd::TaskInformation).
     TaskInformation = 3,
 }
 
@@ -261,7 +261,7 @@ fn unframe(kind: PayloadKind, bytes: &[u8]) -> Result<Vec<u8>, WireError> {
 /// # Errors
 /// [`WireError::PayloadTooLarge`] above 1 GiB.
 pub fn encode_descriptor_group(
-    group: &crate::ShuffleDescriptorGroup,
+    group: &crate::tdd::ShuffleDescriptorGroup,
 ) -> Result<(Vec<u8>, EncodedSize), WireError> {
     frame(
         PayloadKind::ShuffleDescriptorGroup,
@@ -271,7 +271,7 @@ pub fn encode_descriptor_group(
 
 /// The uncompressed columnar payload of a group (what [`encode_descriptor_group`] compresses),
 /// for size comparisons.
-pub fn descriptor_group_payload(group: &crate::ShuffleDescriptorGroup) -> Vec<u8> {
+pub fn descriptor_group_payload(group: &crate::tdd::ShuffleDescriptorGroup) -> Vec<u8> {
     columnar::encode(group)
 }
 
@@ -280,7 +280,9 @@ pub fn descriptor_group_payload(group: &crate::ShuffleDescriptorGroup) -> Vec<u8
 /// # Errors
 /// A [`WireError`] for a bad frame; [`WireError::Decode`] naming the byte offset where the
 /// payload is truncated or inconsistent.
-pub fn decode_descriptor_group(bytes: &[u8]) -> Result<crate::ShuffleDescriptorGroup, WireError> {
+pub fn decode_descriptor_group(
+    bytes: &[u8],
+) -> Result<crate::tdd::ShuffleDescriptorGroup, WireError> {
     columnar::decode(&unframe(PayloadKind::ShuffleDescriptorGroup, bytes)?)
 }
 

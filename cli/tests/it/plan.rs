@@ -1,33 +1,9 @@
 //! `conflux plan ...` and `conflux serve` end to end: the binary, its outputs and exit codes.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn conflux(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_conflux"))
-        .args(args)
-        .output()
-        .expect("conflux runs")
-}
-
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn json_of(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
+use crate::support::{conflux, fixture, json_of};
 
 #[test]
 fn stats_channels_rebalance_vs_rescale() {

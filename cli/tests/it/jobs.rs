@@ -1,31 +1,9 @@
-//! End-to-end runs of the `conflux` binary: outputs, contracts (DESIGN §6), exit codes.
-
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+//! `conflux inspect`, `generate`, `run` and `simulate` end to end: outputs, the JSON contracts,
+//! exit codes.
 
 use serde_json::Value;
 
-fn conflux(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_conflux"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("runs conflux")
-}
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn json_of(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
-}
+use crate::support::{conflux, json_of, repo};
 
 #[test]
 fn inspect_word_count_10k_reports_groups_regions_and_bytes() {

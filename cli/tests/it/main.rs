@@ -1,0 +1,6 @@
+//! End-to-end tests of the `conflux` binary, one test binary with a module per command family.
+
+mod checkpoint;
+mod jobs;
+mod plan;
+mod support;

@@ -145,9 +145,10 @@ impl BlobEnvironment for EmbeddedBlobs {
             // The directory could not be made: read through the server directly; the run
             // reports the fetches all the same.
             Err(error) => {
-                tracing_warn(&format!(
-                    "blob cache of {task_manager}: {error}; reading from the server"
-                ));
+                tracing::warn!(
+                    %task_manager, %error,
+                    "blob cache could not be made; reading from the server"
+                );
                 Arc::new(CurrentServer(Arc::clone(&self.server)))
             }
         }
@@ -161,8 +162,4 @@ impl BlobEnvironment for EmbeddedBlobs {
         *lock(&self.server) = Some(server);
         Ok(())
     }
-}
-
-fn tracing_warn(message: &str) {
-    eprintln!("warning: {message}");
 }

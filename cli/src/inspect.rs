@@ -25,20 +25,46 @@ pub(crate) fn run(
     detail: bool,
     offload_rule: OffloadRule,
 ) -> Result<(), Failure> {
+    let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
     let start = Instant::now();
     let bytes = read_input(path)?;
+    tracing::debug!(file = %path.display(), bytes = bytes.len(), "read the job");
     let (json, input_format) = load::parse(&bytes, options).map_err(Failure::input)?;
     drop(bytes);
     let job = JobGraph::from_json(&json).map_err(Failure::input)?;
     drop(json);
     let parsed = Instant::now();
+    tracing::debug!(
+        phase = "parse",
+        ms = ms(start, parsed),
+        format = ?input_format,
+        job_vertices = job.vertices().len(),
+        "parsed the job graph"
+    );
     let graph = ExecutionGraph::build(job).map_err(Failure::input)?;
     let built = Instant::now();
+    tracing::debug!(
+        phase = "execution_graph",
+        ms = ms(parsed, built),
+        execution_vertices = graph.num_execution_vertices(),
+        partitions = graph.num_partitions(),
+        "built the execution graph"
+    );
     let regions = PipelinedRegions::compute(&graph).map_err(Failure::input)?;
     let regions_done = Instant::now();
+    tracing::debug!(
+        phase = "regions",
+        ms = ms(built, regions_done),
+        regions = regions.len(),
+        "computed the pipelined regions"
+    );
     let descriptors = crate::descriptors::report(&graph, offload_rule).map_err(Failure::Work)?;
     let done = Instant::now();
-    let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+    tracing::debug!(
+        phase = "descriptors",
+        ms = ms(regions_done, done),
+        "sized the shuffle descriptors"
+    );
     let wall = Wall {
         parse: ms(start, parsed),
         execution_graph: ms(parsed, built),
@@ -63,8 +89,8 @@ pub(crate) fn run(
         }
         Format::Text => text(&report),
     };
-    print!("{out}");
-    Ok(())
+    tracing::debug!(phase = "report", bytes = out.len(), "writing the report");
+    crate::output::print(&out)
 }
 
 struct Wall {
@@ -173,7 +199,7 @@ fn report(
     report
 }
 
-/// Every execution vertex with its region and consumed partition groups (DESIGN §6): a partition
+/// Every execution vertex with its region and consumed partition groups: a partition
 /// is named by its producer subtask, plus `@<data set>` when the producer has several data sets.
 fn detail_vertices(graph: &ExecutionGraph, regions: &PipelinedRegions) -> Vec<Value> {
     let job = graph.job_graph();

@@ -1,10 +1,11 @@
 //! `conflux`: the command-line face of Conflux.
 //!
-//! Exit codes (DESIGN §6): 0 success, 2 invalid input or usage (one line on stderr naming the
-//! problem), 1 the work itself failed. With `--format json`, an error also prints
-//! `{"error": "..."}` on stdout.
+//! Exit codes: 0 success, 2 invalid input or usage (one line on stderr naming the problem), 1 the
+//! work itself failed (also when standard output cannot be written). With `--format json`, an
+//! error also prints `{"error": "..."}` on stdout. Diagnostics go to stderr through `tracing`
+//! (`RUST_LOG`, default warnings).
 
-use std::io::Write;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,10 +17,16 @@ use conflux_graph::{flink_plan, generate, ResultPartitionType};
 mod blobs;
 mod checkpoint;
 mod descriptors;
+mod failure;
 mod inspect;
+mod logging;
+mod output;
 mod plan;
 mod run;
 mod s3;
+mod usage;
+
+pub(crate) use failure::Failure;
 
 // The graph code allocates little, but a runtime embedding the CLI's job wants a fast allocator.
 #[global_allocator]
@@ -49,7 +56,7 @@ enum Command {
     Simulate {
         /// Job graph JSON or Flink JSON plan.
         file: PathBuf,
-        /// The script (DESIGN §6 / README): task managers and events.
+        /// The script (see the README): task managers and events.
         #[arg(long)]
         script: PathBuf,
         #[command(flatten)]
@@ -258,26 +265,13 @@ fn parse_partition_type(s: &str) -> Result<ResultPartitionType, String> {
     })
 }
 
-/// A failure with its exit code.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// Invalid input or usage: exit 2.
-    Input(anyhow::Error),
-    /// The work failed: exit 1.
-    Work(anyhow::Error),
-    /// The work failed and its report (with the failure in it) is already on stdout: exit 1,
-    /// the message on stderr only.
-    Reported(anyhow::Error),
-}
-
-impl Failure {
-    pub(crate) fn input(e: impl Into<anyhow::Error>) -> Failure {
-        Failure::Input(e.into())
-    }
-}
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    logging::init();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return usage::exit(&e, &args),
+    };
     let format = match &cli.command {
         Command::Inspect { format, .. } => *format,
         Command::Run(args) => args.format,
@@ -288,7 +282,33 @@ fn main() -> ExitCode {
         Command::Plan { command } => command.format(),
         Command::Generate { .. } => Format::Text,
     };
-    let result = match cli.command {
+    match dispatch_catching_print_panics(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.exit(format),
+    }
+}
+
+/// Runs the command. Output goes through [`output`]; a `println!` left anywhere (it panics when
+/// stdout fails) is caught here and ends as an [`output::print()`] failure would, after unwinding,
+/// so temporary directories are still removed.
+fn dispatch_catching_print_panics(command: Command) -> Result<(), Failure> {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if output::print_panic_error(info.payload()).is_none() {
+            default_hook(info);
+        }
+    }));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(command))) {
+        Ok(result) => result,
+        Err(payload) => match output::print_panic_error(payload.as_ref()) {
+            Some(e) => Err(Failure::Output(e)),
+            None => std::panic::resume_unwind(payload),
+        },
+    }
+}
+
+fn dispatch(command: Command) -> Result<(), Failure> {
+    match command {
         Command::Generate { job } => run_generate(job),
         Command::Run(args) => run_job(&args),
         Command::Simulate {
@@ -311,22 +331,6 @@ fn main() -> ExitCode {
         } => offload
             .rule()
             .and_then(|rule| inspect::run(&file, &load.options(), format, detail, rule)),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => {
-            let (code, error, reported) = match failure {
-                Failure::Input(e) => (2, e, false),
-                Failure::Work(e) => (1, e, false),
-                Failure::Reported(e) => (1, e, true),
-            };
-            let message = one_line(&error);
-            eprintln!("error: {message}");
-            if format == Format::Json && !reported {
-                println!("{}", serde_json::json!({ "error": message }));
-            }
-            ExitCode::from(code)
-        }
     }
 }
 
@@ -360,6 +364,7 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
         progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
     };
     let blobs = blobs::EmbeddedBlobs::start().map_err(Failure::Work)?;
+    tracing::debug!(url = %blobs.url(), "started the embedded blob server");
     let blob_report = || {
         let (server, durable, hits) = blobs.cache_totals();
         serde_json::json!({
@@ -391,18 +396,33 @@ fn simulate(
     use std::sync::Arc;
     let bytes = read_input(file)?;
     let job = conflux_graph::load::load(&bytes, options).map_err(Failure::input)?;
+    tracing::debug!(
+        phase = "parse",
+        job_vertices = job.vertices().len(),
+        "parsed the job graph"
+    );
     let graph = Arc::new(conflux_graph::ExecutionGraph::build(job).map_err(Failure::input)?);
+    tracing::debug!(
+        phase = "execution_graph",
+        execution_vertices = graph.num_execution_vertices(),
+        "built the execution graph"
+    );
     let regions =
         Arc::new(conflux_graph::PipelinedRegions::compute(&graph).map_err(Failure::input)?);
+    tracing::debug!(
+        phase = "regions",
+        regions = regions.len(),
+        "computed the pipelined regions"
+    );
     let script_bytes = read_input(script)?;
     let script = conflux_scheduler::script::Script::parse(&script_bytes).map_err(Failure::input)?;
+    tracing::debug!(phase = "script", "parsed the script");
     let out = conflux_scheduler::script::replay(graph, regions, &script).map_err(Failure::input)?;
+    tracing::debug!(entries = out.timeline.len(), status = %out.status, "replayed the script");
     match format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| Failure::Work(e.into()))?
-        ),
+        Format::Json => output::print_json(&out),
         Format::Text => {
+            let mut s = String::new();
             for entry in &out.timeline {
                 let at = if entry.event < 0 {
                     "start".to_owned()
@@ -414,12 +434,12 @@ fn simulate(
                     conflux_scheduler::script::TimelineKind::Restart(v) => ("restart", v),
                     conflux_scheduler::script::TimelineKind::Release(v) => ("release", v),
                 };
-                println!("{at:>9}  {what:<7} {}", names.join(" "));
+                let _ = writeln!(s, "{at:>9}  {what:<7} {}", names.join(" "));
             }
-            println!("status {}", out.status);
+            let _ = writeln!(s, "status {}", out.status);
+            output::print(&s)
         }
     }
-    Ok(())
 }
 
 fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
@@ -460,32 +480,17 @@ fn run_generate(job: GenerateJob) -> Result<(), Failure> {
             let mut text =
                 generate::word_count(parallelism, result_partition_type).to_json_pretty();
             text.push('\n');
+            tracing::debug!(parallelism, bytes = text.len(), "generated the word count");
             match output {
                 Some(path) => std::fs::write(&path, text).map_err(|e| {
                     Failure::input(
                         anyhow::Error::new(e).context(format!("writing {}", path.display())),
                     )
                 }),
-                None => std::io::stdout()
-                    .write_all(text.as_bytes())
-                    .map_err(|e| Failure::Work(e.into())),
+                None => output::print(&text),
             }
         }
     }
-}
-
-/// The error and its causes on one line, skipping a cause the message already quotes (library
-/// errors often include their source in their own message).
-fn one_line(error: &anyhow::Error) -> String {
-    let mut message = error.to_string();
-    for cause in error.chain().skip(1) {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-    }
-    message.replace('\n', " ")
 }
 
 /// Reads a file, or standard input for `-`.

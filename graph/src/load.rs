@@ -1,4 +1,4 @@
-//! Reading a job from bytes in either accepted format: job graph JSON (DESIGN §6) or Flink's
+//! Reading a job from bytes in either accepted format: job graph JSON ([`crate::json`]) or Flink's
 //! JSON plan, told apart by the plan's `nodes` key.
 
 use crate::json::JobGraphJson;

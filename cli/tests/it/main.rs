@@ -2,5 +2,7 @@
 
 mod checkpoint;
 mod jobs;
+mod logging;
+mod output;
 mod plan;
 mod support;

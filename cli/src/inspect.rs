@@ -17,6 +17,11 @@ use crate::{read_input, Failure, Format};
 /// with 10^8 connections.
 const DETAIL_LIMIT: u64 = 1_000_000;
 
+/// The most execution vertices `--detail` lists: each is a JSON object of a few hundred bytes,
+/// so 67 million of them (one vertex of the largest parallelism) would need about 24 GB.
+/// Checked on the job graph, before the execution graph is built.
+const DETAIL_VERTEX_LIMIT: u64 = 1_000_000;
+
 /// Runs `conflux inspect`.
 pub(crate) fn run(
     path: &Path,
@@ -41,6 +46,13 @@ pub(crate) fn run(
         job_vertices = job.vertices().len(),
         "parsed the job graph"
     );
+    if detail && job.num_execution_vertices() > DETAIL_VERTEX_LIMIT {
+        return Err(Failure::Input(anyhow!(
+            "--detail would list {} execution vertices (limit {}); use it on smaller graphs",
+            group_digits(job.num_execution_vertices()),
+            group_digits(DETAIL_VERTEX_LIMIT)
+        )));
+    }
     let graph = ExecutionGraph::build(job).map_err(Failure::input)?;
     let built = Instant::now();
     tracing::debug!(
@@ -50,6 +62,14 @@ pub(crate) fn run(
         partitions = graph.num_partitions(),
         "built the execution graph"
     );
+    if detail {
+        let listed = listed_partitions(&graph);
+        if listed > DETAIL_LIMIT {
+            return Err(Failure::Input(anyhow!(
+                "--detail would list {listed} consumed partitions (limit {DETAIL_LIMIT}); use it on smaller graphs"
+            )));
+        }
+    }
     let regions = PipelinedRegions::compute(&graph).map_err(Failure::input)?;
     let regions_done = Instant::now();
     tracing::debug!(
@@ -73,14 +93,6 @@ pub(crate) fn run(
         total: ms(start, done),
     };
 
-    if detail {
-        let listed = listed_partitions(&graph);
-        if listed > DETAIL_LIMIT {
-            return Err(Failure::Input(anyhow!(
-                "--detail would list {listed} consumed partitions (limit {DETAIL_LIMIT}); use it on smaller graphs"
-            )));
-        }
-    }
     let mut report = report(&graph, &regions, input_format, &wall, detail);
     report["descriptors"] = descriptors;
     let out = match format {

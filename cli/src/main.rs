@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use conflux_deploy::{OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE, DEFAULT_OFFLOAD_THRESHOLD_NUM};
 use conflux_graph::load::LoadOptions;
-use conflux_graph::{flink_plan, generate, ResultPartitionType};
+use conflux_graph::{flink_plan, generate, limits, ResultPartitionType};
 
 mod blobs;
 mod checkpoint;
@@ -88,7 +88,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// List every execution vertex with its region and consumed partition groups (small
-        /// graphs only: refused above 1,000,000 listed partitions).
+        /// graphs only: refused above 1,000,000 execution vertices or listed partitions).
         #[arg(long)]
         detail: bool,
         #[command(flatten)]
@@ -102,11 +102,13 @@ struct RunArgs {
     file: PathBuf,
     #[command(flatten)]
     load: LoadArgs,
-    /// TaskManagers (default: as many as the job's slot demand needs).
-    #[arg(long)]
+    /// TaskManagers, 1 to 1,000,000 (default: as many as the job's slot demand needs); with
+    /// --slots at most 2^26 slots in all.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(limits::MAX_TASK_MANAGERS)))]
     task_managers: Option<u32>,
-    /// Slots per TaskManager.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Slots per TaskManager, 1 to 65,536.
+    #[arg(long, default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(limits::MAX_SLOTS_PER_TASK_MANAGER)))]
     slots: u32,
     /// Seed of task durations and faults.
     #[arg(long, default_value_t = 0)]
@@ -335,6 +337,8 @@ fn dispatch(command: Command) -> Result<(), Failure> {
 }
 
 fn run_job(args: &RunArgs) -> Result<(), Failure> {
+    // Clap bounds each flag; the product is checked here, before anything is allocated.
+    limits::check_cluster(args.task_managers, args.slots).map_err(Failure::input)?;
     for (name, rate) in [
         ("--task-failure-rate", args.task_failure_rate),
         ("--partition-not-found-rate", args.partition_not_found_rate),

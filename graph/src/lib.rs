@@ -25,6 +25,7 @@ pub mod flink_plan;
 pub mod generate;
 mod job_graph;
 pub mod json;
+pub mod limits;
 pub mod load;
 mod partition_type;
 mod regions;

@@ -2,6 +2,7 @@
 
 mod checkpoint;
 mod jobs;
+mod limits;
 mod logging;
 mod output;
 mod plan;

@@ -29,16 +29,23 @@ pub(crate) fn exit(error: &clap::Error, args: &[OsString]) -> ExitCode {
 }
 
 /// clap's message without its `Usage:` block and `--help` hint; a `tip:` joins the line in
-/// parentheses.
+/// parentheses, and so does a `[possible values: ...]` list. clap separates these blocks by blank lines, so a newline inside a quoted
+/// argument stays in the message (to be escaped) rather than cutting it.
 fn one_line(error: &clap::Error) -> String {
     if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
         return "a subcommand is required (see --help)".to_owned();
     }
     let rendered = error.render().to_string();
-    let mut lines = rendered.lines().map(str::trim).filter(|l| !l.is_empty());
-    let first = lines.next().unwrap_or("invalid command line");
-    let mut message = first.strip_prefix("error: ").unwrap_or(first).to_owned();
-    for tip in lines.filter_map(|l| l.strip_prefix("tip: ")) {
+    let mut blocks = rendered
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|b| !b.is_empty());
+    let first = blocks.next().unwrap_or("invalid command line");
+    // clap's own continuation lines are indented (`  [possible values: ...]`): they join the
+    // line; any other newline came from an argument.
+    let first = first.replace("\n  ", " ");
+    let mut message = first.strip_prefix("error: ").unwrap_or(&first).to_owned();
+    for tip in blocks.filter_map(|b| b.strip_prefix("tip: ")) {
         message.push_str(&format!(" (tip: {tip})"));
     }
     message

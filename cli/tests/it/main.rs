@@ -7,3 +7,4 @@ mod logging;
 mod output;
 mod plan;
 mod support;
+mod usage;

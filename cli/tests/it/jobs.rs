@@ -433,3 +433,24 @@ fn simulate_replays_a_script_as_json() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("B#0: cannot finish in state CREATED"));
 }
+
+#[test]
+fn flink_plan_errors_name_the_node_and_the_field() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (plan, expected) in [
+        (
+            r#"{"jid": "j", "nodes": [{"id": "a1b2", "parallelism": 2}, {"id": "c3d4"}]}"#,
+            "error: Flink plan: node \"c3d4\": missing field `parallelism`\n",
+        ),
+        (
+            r#"{"jid": "j", "name": "no nodes"}"#,
+            "error: Flink plan: missing field `nodes` (the list of job vertices)\n",
+        ),
+    ] {
+        let file = dir.path().join("plan.json");
+        std::fs::write(&file, plan).expect("write");
+        let out = conflux(&["inspect", file.to_str().expect("utf-8")]);
+        assert_eq!(out.status.code(), Some(2), "{plan}");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), expected, "{plan}");
+    }
+}

@@ -513,12 +513,7 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
     else {
         return Ok(());
     };
-    if file == output {
-        return Err(Failure::Input(anyhow!(
-            "--output {} is the input file; an edit writes a new file",
-            output.display()
-        )));
-    }
+    refuse_overwriting_input(file, output)?;
     let edits = edits_of(command)?;
     if edits.is_empty() {
         return Err(Failure::Input(anyhow!(
@@ -559,6 +554,38 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
     }
 }
 
+/// Refuses an `--output` that is the input file: the same path, or another name for it (a
+/// symlink, a hard link, `./x` for `x`), compared by device and inode where the file exists.
+fn refuse_overwriting_input(input: &Path, output: &Path) -> Result<(), Failure> {
+    if input.as_os_str() != "-" && (input == output || same_file(input, output)) {
+        return Err(Failure::Input(anyhow!(
+            "--output {} is the input file {}; an edit writes a new file",
+            output.display(),
+            input.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether both paths exist and name one file (metadata follows symlinks).
+#[cfg(unix)]
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// Whether both paths exist and name one file (canonical paths resolve symlinks).
+#[cfg(not(unix))]
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 fn ttl(
     file: &Path,
     set: Option<&str>,
@@ -583,12 +610,7 @@ fn ttl(
             let node: i64 = number(node, "--set")?;
             let ms = parse_duration_ms(value).map_err(Failure::input)?;
             let edited = plan.with_ttl(node, state, ms).map_err(Failure::input)?;
-            if out == file {
-                return Err(Failure::Input(anyhow!(
-                    "--output {} is the input file; an edit writes a new file",
-                    out.display()
-                )));
-            }
+            refuse_overwriting_input(file, out)?;
             std::fs::write(out, edited.text())
                 .with_context(|| format!("writing {}", out.display()))
                 .map_err(Failure::Work)?;

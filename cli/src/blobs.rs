@@ -14,6 +14,8 @@ use conflux_blob::{
 use conflux_deploy::TaskManagerId;
 use conflux_scheduler::sim::BlobEnvironment;
 
+use crate::run_dir::RunDir;
+
 /// The blob server and the TaskManagers' caches of one run.
 pub(crate) struct EmbeddedBlobs {
     // Declared first so it is dropped first: the server and caches go before their directory.
@@ -24,16 +26,13 @@ pub(crate) struct EmbeddedBlobs {
     durable: Option<BlobStore>,
     runtime: tokio::runtime::Runtime,
     cache_root: PathBuf,
-    _dir: tempfile::TempDir,
+    _dir: RunDir,
 }
 
 impl EmbeddedBlobs {
     /// Starts a server on a free loopback port over a new temporary directory.
     pub(crate) fn start() -> anyhow::Result<EmbeddedBlobs> {
-        let dir = tempfile::Builder::new()
-            .prefix("conflux-run-")
-            .tempdir()
-            .context("creating the blob storage directory")?;
+        let dir = RunDir::create().context("creating the blob storage directory")?;
         let mut config = BlobServerConfig::new(dir.path().join("server"));
         let durable_dir = dir.path().join("durable");
         config.durable = DurableStoreConfig::Local {

@@ -23,6 +23,7 @@ mod logging;
 mod output;
 mod plan;
 mod run;
+mod run_dir;
 mod s3;
 mod usage;
 

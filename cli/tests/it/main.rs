@@ -6,5 +6,6 @@ mod limits;
 mod logging;
 mod output;
 mod plan;
+mod run_dir;
 mod support;
 mod usage;

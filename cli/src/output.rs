@@ -18,6 +18,20 @@ pub(crate) fn print(text: &str) -> Result<(), Failure> {
         .map_err(Failure::Output)
 }
 
+/// Writes a report through a buffered standard output as `write` renders it (nothing is
+/// collected in memory first), then flushes.
+///
+/// # Errors
+/// [`Failure::Output`] with the first io error of `write` or the flush.
+pub(crate) fn write_with(
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), Failure> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    write(&mut out)
+        .and_then(|()| out.flush())
+        .map_err(Failure::Output)
+}
+
 /// Writes `value` as pretty JSON and a newline, as [`print()`].
 ///
 /// # Errors

@@ -14,7 +14,7 @@ use conflux_blob::{
 use conflux_deploy::TaskManagerId;
 use conflux_scheduler::sim::BlobEnvironment;
 
-use crate::run_dir::RunDir;
+use crate::run_dir::{self, RunDir};
 
 /// The blob server and the TaskManagers' caches of one run.
 pub(crate) struct EmbeddedBlobs {
@@ -90,6 +90,7 @@ struct CurrentServer(Arc<Mutex<Option<BlobServer>>>);
 
 impl BlobWriter for CurrentServer {
     fn put_permanent(&self, job: JobId, bytes: &[u8]) -> Result<BlobKey, BlobError> {
+        run_dir::pause_if_stopping();
         match lock(&self.0).as_ref() {
             Some(server) => server.put_permanent(job, bytes),
             None => Err(BlobError::Remote(
@@ -125,6 +126,7 @@ impl BlobEnvironment for EmbeddedBlobs {
     }
 
     fn reader(&self, task_manager: TaskManagerId) -> Arc<dyn BlobReader> {
+        run_dir::pause_if_stopping();
         let mut caches = lock(&self.caches);
         if let Some(cache) = caches.get(&task_manager) {
             return cache.clone();
@@ -154,6 +156,7 @@ impl BlobEnvironment for EmbeddedBlobs {
     }
 
     fn restart_server(&self) -> Result<(), String> {
+        run_dir::pause_if_stopping();
         let old = lock(&self.server).take();
         drop(old);
         let server = BlobServer::start_blocking(self.config.clone())

@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -28,6 +29,19 @@ const GRACE: Duration = Duration::from_secs(10);
 
 /// Exit code after an interrupting signal (128 + SIGINT, as shells report Ctrl-C).
 const INTERRUPTED_EXIT_CODE: i32 = 130;
+
+/// Set by the signal handler: the run must not create more files (see [`pause_if_stopping`]).
+static STOPPING: AtomicBool = AtomicBool::new(false);
+
+/// Parks the calling thread for good once a signal is being handled, so that the run stops
+/// creating directories (a TaskManager's blob cache per new TaskManager) while the handler
+/// removes them; the handler then ends the process. Called by the run's blob environment
+/// before it creates anything.
+pub(crate) fn pause_if_stopping() {
+    while STOPPING.load(Ordering::Acquire) {
+        std::thread::park();
+    }
+}
 
 /// Directories of live runs of this process, removed by the signal handler.
 fn live() -> &'static Mutex<Vec<PathBuf>> {
@@ -94,6 +108,7 @@ fn install_signal_handler() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         let installed = ctrlc::set_handler(|| {
+            STOPPING.store(true, Ordering::Release);
             for dir in lock_live().iter() {
                 remove_dir(dir);
             }
@@ -105,17 +120,54 @@ fn install_signal_handler() {
     });
 }
 
-/// Removes a directory that may still be written to: a file created meanwhile makes
-/// `remove_dir_all` fail with "directory not empty", so it is tried a few times.
+/// Removes a run directory that may still be written to (the signal handler runs while the
+/// blob server and caches work): its contents are removed until none are left, for up to 2 s,
+/// and only then its lock file and itself, so that a directory that could not be emptied
+/// keeps its lock file and is swept by the next run.
 fn remove_dir(dir: &Path) {
-    for _ in 0..5 {
-        match std::fs::remove_dir_all(dir) {
-            Ok(()) => return,
+    let deadline = std::time::Instant::now() + Duration::from_secs(2);
+    loop {
+        match remove_contents_but_lock(dir) {
+            Ok(()) => {
+                let _ = std::fs::remove_file(dir.join(LOCK_FILE));
+                match std::fs::remove_dir(dir) {
+                    Ok(()) => return,
+                    Err(e) if e.kind() == ErrorKind::NotFound => return,
+                    // A file was created meanwhile: put the lock file back and go again.
+                    Err(_) => drop(File::create(dir.join(LOCK_FILE))),
+                }
+            }
             Err(e) if e.kind() == ErrorKind::NotFound => return,
-            Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            Err(_) => {}
+        }
+        if std::time::Instant::now() > deadline {
+            tracing::warn!(dir = %dir.display(), "could not remove the run directory");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Removes everything in `dir` but its lock file.
+fn remove_contents_but_lock(dir: &Path) -> std::io::Result<()> {
+    let mut result = Ok(());
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_name() == LOCK_FILE {
+            continue;
+        }
+        let path = entry.path();
+        let removed = if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match removed {
+            Err(e) if e.kind() != ErrorKind::NotFound => result = Err(e),
+            _ => {}
         }
     }
-    tracing::warn!(dir = %dir.display(), "could not remove the run directory");
+    result
 }
 
 /// Removes the `conflux-run-*` directories in `parent` whose lock no process holds. Errors are

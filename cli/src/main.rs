@@ -18,6 +18,7 @@ mod blobs;
 mod checkpoint;
 mod descriptors;
 mod failure;
+mod input;
 mod inspect;
 mod logging;
 mod output;
@@ -28,6 +29,7 @@ mod s3;
 mod usage;
 
 pub(crate) use failure::Failure;
+pub(crate) use input::read_input;
 
 // The graph code allocates little, but a runtime embedding the CLI's job wants a fast allocator.
 #[global_allocator]
@@ -496,19 +498,4 @@ fn run_generate(job: GenerateJob) -> Result<(), Failure> {
             }
         }
     }
-}
-
-/// Reads a file, or standard input for `-`.
-pub(crate) fn read_input(path: &std::path::Path) -> Result<Vec<u8>, Failure> {
-    use anyhow::Context;
-    if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
-            .context("reading standard input")
-            .map_err(Failure::Input)?;
-        return Ok(buf);
-    }
-    std::fs::read(path)
-        .with_context(|| format!("reading {}", path.display()))
-        .map_err(Failure::Input)
 }

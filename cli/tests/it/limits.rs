@@ -95,3 +95,18 @@ fn cluster_sizes_are_bounded_at_once() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn input_files_above_256_mib_are_refused_before_reading() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let big = dir.path().join("big.json");
+    // Sparse: no disk space, and a regression would read 256 MiB of zeros, not fail the cap.
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len((256 << 20) + 1))
+        .expect("sparse file");
+    let big = big.to_str().expect("utf-8");
+    let limit = "268435457 bytes, above the limit of 268435456 bytes (256 MiB)";
+    assert_refused(&["inspect", big], &[big, limit]);
+    assert_refused(&["run", big], &[limit]);
+    assert_refused(&["plan", "stats", big], &[limit]);
+}

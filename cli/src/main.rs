@@ -466,7 +466,15 @@ fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
         s3.allow_http = args.s3.allow_http();
         config.durable = DurableStoreConfig::S3(s3);
     }
+    tracing::debug!(
+        phase = "start",
+        address = %config.address,
+        storage = %args.storage_dir.display(),
+        s3 = args.s3.credentials().is_some(),
+        "starting the blob server"
+    );
     let server = BlobServer::start_blocking(config).map_err(Failure::input)?;
+    tracing::info!(url = %server.url(), "blob server listening");
     eprintln!(
         "blob server listening on {} (storage {}); Ctrl-C stops it",
         server.url(),

@@ -648,6 +648,13 @@ fn ttl(
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    tracing::debug!(
+        phase = "start",
+        address = %args.address,
+        max_body_bytes = args.max_body_bytes,
+        max_plans = args.max_plans,
+        "starting the planning service"
+    );
     let service = RunningService::start(ServiceConfig {
         address: args.address,
         max_body_bytes: args.max_body_bytes,

@@ -14,6 +14,8 @@ use conflux_blob::{
 use conflux_deploy::TaskManagerId;
 use conflux_sim::BlobEnvironment;
 
+use crate::run_dir::{self, RunDir};
+
 /// The blob server and the TaskManagers' caches of one run.
 pub(crate) struct EmbeddedBlobs {
     // Declared first so it is dropped first: the server and caches go before their directory.
@@ -24,16 +26,13 @@ pub(crate) struct EmbeddedBlobs {
     durable: Option<BlobStore>,
     runtime: tokio::runtime::Runtime,
     cache_root: PathBuf,
-    _dir: tempfile::TempDir,
+    _dir: RunDir,
 }
 
 impl EmbeddedBlobs {
     /// Starts a server on a free loopback port over a new temporary directory.
     pub(crate) fn start() -> anyhow::Result<EmbeddedBlobs> {
-        let dir = tempfile::Builder::new()
-            .prefix("conflux-run-")
-            .tempdir()
-            .context("creating the blob storage directory")?;
+        let dir = RunDir::create().context("creating the blob storage directory")?;
         let mut config = BlobServerConfig::new(dir.path().join("server"));
         let durable_dir = dir.path().join("durable");
         config.durable = DurableStoreConfig::Local {
@@ -91,6 +90,7 @@ struct CurrentServer(Arc<Mutex<Option<BlobServer>>>);
 
 impl BlobWriter for CurrentServer {
     fn put_permanent(&self, job: JobId, bytes: &[u8]) -> Result<BlobKey, BlobError> {
+        run_dir::pause_if_stopping();
         match lock(&self.0).as_ref() {
             Some(server) => server.put_permanent(job, bytes),
             None => Err(BlobError::Remote(
@@ -126,6 +126,7 @@ impl BlobEnvironment for EmbeddedBlobs {
     }
 
     fn reader(&self, task_manager: TaskManagerId) -> Arc<dyn BlobReader> {
+        run_dir::pause_if_stopping();
         let mut caches = lock(&self.caches);
         if let Some(cache) = caches.get(&task_manager) {
             return cache.clone();
@@ -145,15 +146,17 @@ impl BlobEnvironment for EmbeddedBlobs {
             // The directory could not be made: read through the server directly; the run
             // reports the fetches all the same.
             Err(error) => {
-                tracing_warn(&format!(
-                    "blob cache of {task_manager}: {error}; reading from the server"
-                ));
+                tracing::warn!(
+                    %task_manager, %error,
+                    "blob cache could not be made; reading from the server"
+                );
                 Arc::new(CurrentServer(Arc::clone(&self.server)))
             }
         }
     }
 
     fn restart_server(&self) -> Result<(), String> {
+        run_dir::pause_if_stopping();
         let old = lock(&self.server).take();
         drop(old);
         let server = BlobServer::start_blocking(self.config.clone())
@@ -161,8 +164,4 @@ impl BlobEnvironment for EmbeddedBlobs {
         *lock(&self.server) = Some(server);
         Ok(())
     }
-}
-
-fn tracing_warn(message: &str) {
-    eprintln!("warning: {message}");
 }

@@ -1,25 +1,35 @@
 //! `conflux`: the command-line face of Conflux.
 //!
-//! Exit codes (DESIGN §6): 0 success, 2 invalid input or usage (one line on stderr naming the
-//! problem), 1 the work itself failed. With `--format json`, an error also prints
-//! `{"error": "..."}` on stdout.
+//! Exit codes: 0 success, 2 invalid input or usage (one line on stderr naming the problem), 1 the
+//! work itself failed (also when standard output cannot be written). With `--format json`, an
+//! error also prints `{"error": "..."}` on stdout. Diagnostics go to stderr through `tracing`
+//! (`RUST_LOG`, default warnings).
 
-use std::io::Write;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use conflux_deploy::{OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE, DEFAULT_OFFLOAD_THRESHOLD_NUM};
 use conflux_graph::load::LoadOptions;
-use conflux_graph::{flink_plan, generate, ResultPartitionType};
+use conflux_graph::{flink_plan, generate, limits, ResultPartitionType};
 
 mod blobs;
 mod checkpoint;
 mod descriptors;
+mod failure;
+mod input;
 mod inspect;
+mod logging;
+mod output;
 mod plan;
 mod run;
+mod run_dir;
 mod s3;
+mod usage;
+
+pub(crate) use failure::Failure;
+pub(crate) use input::read_input;
 
 // The graph code allocates little, but a runtime embedding the CLI's job wants a fast allocator.
 #[global_allocator]
@@ -49,7 +59,7 @@ enum Command {
     Simulate {
         /// Job graph JSON or Flink JSON plan.
         file: PathBuf,
-        /// The script (DESIGN §6 / README): task managers and events.
+        /// The script (see the README): task managers and events.
         #[arg(long)]
         script: PathBuf,
         #[command(flatten)]
@@ -81,7 +91,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// List every execution vertex with its region and consumed partition groups (small
-        /// graphs only: refused above 1,000,000 listed partitions).
+        /// graphs only: refused above 1,000,000 execution vertices or listed partitions).
         #[arg(long)]
         detail: bool,
         #[command(flatten)]
@@ -95,11 +105,13 @@ struct RunArgs {
     file: PathBuf,
     #[command(flatten)]
     load: LoadArgs,
-    /// TaskManagers (default: as many as the job's slot demand needs).
-    #[arg(long)]
+    /// TaskManagers, 1 to 1,000,000 (default: as many as the job's slot demand needs); with
+    /// --slots at most 2^26 slots in all.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(limits::MAX_TASK_MANAGERS)))]
     task_managers: Option<u32>,
-    /// Slots per TaskManager.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Slots per TaskManager, 1 to 65,536.
+    #[arg(long, default_value_t = 10,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(limits::MAX_SLOTS_PER_TASK_MANAGER)))]
     slots: u32,
     /// Seed of task durations and faults.
     #[arg(long, default_value_t = 0)]
@@ -258,26 +270,13 @@ fn parse_partition_type(s: &str) -> Result<ResultPartitionType, String> {
     })
 }
 
-/// A failure with its exit code.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// Invalid input or usage: exit 2.
-    Input(anyhow::Error),
-    /// The work failed: exit 1.
-    Work(anyhow::Error),
-    /// The work failed and its report (with the failure in it) is already on stdout: exit 1,
-    /// the message on stderr only.
-    Reported(anyhow::Error),
-}
-
-impl Failure {
-    pub(crate) fn input(e: impl Into<anyhow::Error>) -> Failure {
-        Failure::Input(e.into())
-    }
-}
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    logging::init();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
+        Ok(cli) => cli,
+        Err(e) => return usage::exit(&e, &args),
+    };
     let format = match &cli.command {
         Command::Inspect { format, .. } => *format,
         Command::Run(args) => args.format,
@@ -288,7 +287,33 @@ fn main() -> ExitCode {
         Command::Plan { command } => command.format(),
         Command::Generate { .. } => Format::Text,
     };
-    let result = match cli.command {
+    match dispatch_catching_print_panics(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => failure.exit(format),
+    }
+}
+
+/// Runs the command. Output goes through [`output`]; a `println!` left anywhere (it panics when
+/// stdout fails) is caught here and ends as an [`output::print()`] failure would, after unwinding,
+/// so temporary directories are still removed.
+fn dispatch_catching_print_panics(command: Command) -> Result<(), Failure> {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if output::print_panic_error(info.payload()).is_none() {
+            default_hook(info);
+        }
+    }));
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| dispatch(command))) {
+        Ok(result) => result,
+        Err(payload) => match output::print_panic_error(payload.as_ref()) {
+            Some(e) => Err(Failure::Output(e)),
+            None => std::panic::resume_unwind(payload),
+        },
+    }
+}
+
+fn dispatch(command: Command) -> Result<(), Failure> {
+    match command {
         Command::Generate { job } => run_generate(job),
         Command::Run(args) => run_job(&args),
         Command::Simulate {
@@ -311,26 +336,12 @@ fn main() -> ExitCode {
         } => offload
             .rule()
             .and_then(|rule| inspect::run(&file, &load.options(), format, detail, rule)),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(failure) => {
-            let (code, error, reported) = match failure {
-                Failure::Input(e) => (2, e, false),
-                Failure::Work(e) => (1, e, false),
-                Failure::Reported(e) => (1, e, true),
-            };
-            let message = one_line(&error);
-            eprintln!("error: {message}");
-            if format == Format::Json && !reported {
-                println!("{}", serde_json::json!({ "error": message }));
-            }
-            ExitCode::from(code)
-        }
     }
 }
 
 fn run_job(args: &RunArgs) -> Result<(), Failure> {
+    // Clap bounds each flag; the product is checked here, before anything is allocated.
+    limits::check_cluster(args.task_managers, args.slots).map_err(Failure::input)?;
     for (name, rate) in [
         ("--task-failure-rate", args.task_failure_rate),
         ("--partition-not-found-rate", args.partition_not_found_rate),
@@ -360,6 +371,7 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
         progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
     };
     let blobs = blobs::EmbeddedBlobs::start().map_err(Failure::Work)?;
+    tracing::debug!(url = %blobs.url(), "started the embedded blob server");
     let blob_report = || {
         let (server, durable, hits) = blobs.cache_totals();
         serde_json::json!({
@@ -391,18 +403,33 @@ fn simulate(
     use std::sync::Arc;
     let bytes = read_input(file)?;
     let job = conflux_graph::load::load(&bytes, options).map_err(Failure::input)?;
+    tracing::debug!(
+        phase = "parse",
+        job_vertices = job.vertices().len(),
+        "parsed the job graph"
+    );
     let graph = Arc::new(conflux_graph::ExecutionGraph::build(job).map_err(Failure::input)?);
+    tracing::debug!(
+        phase = "execution_graph",
+        execution_vertices = graph.num_execution_vertices(),
+        "built the execution graph"
+    );
     let regions =
         Arc::new(conflux_graph::PipelinedRegions::compute(&graph).map_err(Failure::input)?);
+    tracing::debug!(
+        phase = "regions",
+        regions = regions.len(),
+        "computed the pipelined regions"
+    );
     let script_bytes = read_input(script)?;
     let script = conflux_sim::script::Script::parse(&script_bytes).map_err(Failure::input)?;
+    tracing::debug!(phase = "script", "parsed the script");
     let out = conflux_sim::script::replay(graph, regions, &script).map_err(Failure::input)?;
+    tracing::debug!(entries = out.timeline.len(), status = %out.status, "replayed the script");
     match format {
-        Format::Json => println!(
-            "{}",
-            serde_json::to_string_pretty(&out).map_err(|e| Failure::Work(e.into()))?
-        ),
+        Format::Json => output::print_json(&out),
         Format::Text => {
+            let mut s = String::new();
             for entry in &out.timeline {
                 let at = if entry.event < 0 {
                     "start".to_owned()
@@ -414,12 +441,12 @@ fn simulate(
                     conflux_sim::script::TimelineKind::Restart(v) => ("restart", v),
                     conflux_sim::script::TimelineKind::Release(v) => ("release", v),
                 };
-                println!("{at:>9}  {what:<7} {}", names.join(" "));
+                let _ = writeln!(s, "{at:>9}  {what:<7} {}", names.join(" "));
             }
-            println!("status {}", out.status);
+            let _ = writeln!(s, "status {}", out.status);
+            output::print(&s)
         }
     }
-    Ok(())
 }
 
 fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
@@ -439,7 +466,15 @@ fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
         s3.allow_http = args.s3.allow_http();
         config.durable = DurableStoreConfig::S3(s3);
     }
+    tracing::debug!(
+        phase = "start",
+        address = %config.address,
+        storage = %args.storage_dir.display(),
+        s3 = args.s3.credentials().is_some(),
+        "starting the blob server"
+    );
     let server = BlobServer::start_blocking(config).map_err(Failure::input)?;
+    tracing::info!(url = %server.url(), "blob server listening");
     eprintln!(
         "blob server listening on {} (storage {}); Ctrl-C stops it",
         server.url(),
@@ -460,45 +495,15 @@ fn run_generate(job: GenerateJob) -> Result<(), Failure> {
             let mut text =
                 generate::word_count(parallelism, result_partition_type).to_json_pretty();
             text.push('\n');
+            tracing::debug!(parallelism, bytes = text.len(), "generated the word count");
             match output {
                 Some(path) => std::fs::write(&path, text).map_err(|e| {
                     Failure::input(
                         anyhow::Error::new(e).context(format!("writing {}", path.display())),
                     )
                 }),
-                None => std::io::stdout()
-                    .write_all(text.as_bytes())
-                    .map_err(|e| Failure::Work(e.into())),
+                None => output::print(&text),
             }
         }
     }
-}
-
-/// The error and its causes on one line, skipping a cause the message already quotes (library
-/// errors often include their source in their own message).
-fn one_line(error: &anyhow::Error) -> String {
-    let mut message = error.to_string();
-    for cause in error.chain().skip(1) {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-    }
-    message.replace('\n', " ")
-}
-
-/// Reads a file, or standard input for `-`.
-pub(crate) fn read_input(path: &std::path::Path) -> Result<Vec<u8>, Failure> {
-    use anyhow::Context;
-    if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf)
-            .context("reading standard input")
-            .map_err(Failure::Input)?;
-        return Ok(buf);
-    }
-    std::fs::read(path)
-        .with_context(|| format!("reading {}", path.display()))
-        .map_err(Failure::Input)
 }

@@ -14,7 +14,9 @@ use conflux_planner::{
 };
 use serde_json::json;
 
-use crate::{read_input, Failure, Format, LoadArgs, OffloadArgs};
+use std::fmt::Write as _;
+
+use crate::{output, read_input, Failure, Format, LoadArgs, OffloadArgs};
 
 /// `conflux plan` subcommands.
 #[derive(clap::Subcommand)]
@@ -163,32 +165,35 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
             let options = load.options();
             let (a, b) = (read_plan(old, &options)?, read_plan(new, &options)?);
             let d = diff(&a, &b);
+            tracing::debug!(phase = "diff", "compared the plans");
             match format {
                 Format::Json => print_json(&d),
                 Format::Text => {
+                    let mut s = String::new();
                     for v in &d.vertices_added {
-                        println!("+ vertex {v}");
+                        let _ = writeln!(s, "+ vertex {v}");
                     }
                     for v in &d.vertices_removed {
-                        println!("- vertex {v}");
+                        let _ = writeln!(s, "- vertex {v}");
                     }
                     for e in &d.edges_added {
-                        println!("+ edge {e}");
+                        let _ = writeln!(s, "+ edge {e}");
                     }
                     for e in &d.edges_removed {
-                        println!("- edge {e}");
+                        let _ = writeln!(s, "- edge {e}");
                     }
                     for c in d.vertices_changed.iter().chain(&d.edges_changed) {
                         for f in &c.fields {
-                            println!("~ {}: {} {} -> {}", c.id, f.field, f.old, f.new);
+                            let _ = writeln!(s, "~ {}: {} {} -> {}", c.id, f.field, f.old, f.new);
                         }
                     }
-                    println!(
+                    let _ = writeln!(
+                        s,
                         "channels {} -> {}",
                         thousands(d.channels.0),
                         thousands(d.channels.1)
                     );
-                    Ok(())
+                    output::print(&s)
                 }
             }
         }
@@ -219,21 +224,27 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
                 let b = parse_plan(&new_bytes, &lo, new)?;
                 compat::analyze(&a, &b, &options).map_err(Failure::input)?
             };
+            tracing::debug!(
+                phase = "compat",
+                verdict = report.verdict.as_str(),
+                "analysed compatibility"
+            );
             match format {
                 Format::Json => print_json(&report),
                 Format::Text => {
-                    println!("verdict {}", report.verdict.as_str());
+                    let mut s = String::new();
+                    let _ = writeln!(s, "verdict {}", report.verdict.as_str());
                     for (name, layer) in [
                         ("business logic", &report.business_logic),
                         ("topology", &report.topology),
                         ("state schema", &report.state_schema),
                     ] {
-                        println!("{name}: {}", layer.verdict.as_str());
+                        let _ = writeln!(s, "{name}: {}", layer.verdict.as_str());
                         for f in &layer.findings {
-                            println!("  {f}");
+                            let _ = writeln!(s, "  {f}");
                         }
                     }
-                    Ok(())
+                    output::print(&s)
                 }
             }
         }
@@ -254,7 +265,17 @@ fn is_compiled(bytes: &[u8]) -> bool {
 
 fn parse_plan(bytes: &[u8], options: &LoadOptions, path: &Path) -> Result<JobGraphJson, Failure> {
     load::parse(bytes, options)
-        .map(|(json, _)| json)
+        .map(|(json, format)| {
+            tracing::debug!(
+                phase = "parse",
+                file = %path.display(),
+                ?format,
+                vertices = json.vertices.len(),
+                edges = json.edges.len(),
+                "parsed the plan"
+            );
+            json
+        })
         .with_context(|| format!("reading {}", path.display()))
         .map_err(Failure::Input)
 }
@@ -264,9 +285,7 @@ fn read_plan(path: &Path, options: &LoadOptions) -> Result<JobGraphJson, Failure
 }
 
 fn print_json(value: &impl serde::Serialize) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Failure::Work(e.into()))?;
-    println!("{text}");
-    Ok(())
+    output::print_json(value)
 }
 
 fn stats(
@@ -281,30 +300,40 @@ fn stats(
         ..StatsConfig::default()
     };
     let s = PlanStats::compute(&json, &config).map_err(Failure::input)?;
+    tracing::debug!(
+        phase = "stats",
+        channels = s.channels,
+        "computed the plan statistics"
+    );
     match format {
         Format::Json => print_json(&s),
         Format::Text => {
-            println!("job {} ({})", s.name, s.job_type);
-            println!(
+            let mut out = String::new();
+            let _ = writeln!(out, "job {} ({})", s.name, s.job_type);
+            let _ = writeln!(
+                out,
                 "vertices {} job, {} execution; edges {}",
                 s.job_vertices,
                 thousands(s.execution_vertices),
                 s.job_edges
             );
-            println!("channels {}", thousands(s.channels));
-            println!(
+            let _ = writeln!(out, "channels {}", thousands(s.channels));
+            let _ = writeln!(
+                out,
                 "network buffers {} ({}), required {} ({})",
                 thousands(s.network.total.target),
                 mib(s.network.bytes),
                 thousands(s.network.total.required),
                 mib(s.network.required_bytes)
             );
-            println!(
+            let _ = writeln!(
+                out,
                 "regions {} (largest {} execution vertices)",
                 thousands(s.regions.count as u64),
                 thousands(u64::from(s.regions.largest))
             );
-            println!(
+            let _ = writeln!(
+                out,
                 "descriptors {} in {} groups, {} bytes compressed, {} groups offloaded ({})",
                 thousands(s.descriptors.descriptors),
                 thousands(s.descriptors.groups),
@@ -312,9 +341,10 @@ fn stats(
                 thousands(s.descriptors.offloaded_groups),
                 s.descriptors.offload_rule
             );
-            println!("topology {} bytes", thousands(s.topology_bytes as u64));
+            let _ = writeln!(out, "topology {} bytes", thousands(s.topology_bytes as u64));
             for e in &s.edges {
-                println!(
+                let _ = writeln!(
+                    out,
                     "  edge {} {} -> {} {} {} x {}: {} channels, {}",
                     e.index,
                     e.source,
@@ -329,9 +359,9 @@ fn stats(
                 );
             }
             for sug in &s.suggestions {
-                println!("suggestion: {}", sug.message);
+                let _ = writeln!(out, "suggestion: {}", sug.message);
             }
-            Ok(())
+            output::print(&out)
         }
     }
 }
@@ -483,12 +513,7 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
     else {
         return Ok(());
     };
-    if file == output {
-        return Err(Failure::Input(anyhow!(
-            "--output {} is the input file; an edit writes a new file",
-            output.display()
-        )));
-    }
+    refuse_overwriting_input(file, output)?;
     let edits = edits_of(command)?;
     if edits.is_empty() {
         return Err(Failure::Input(anyhow!(
@@ -500,6 +525,7 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
     for e in &edits {
         plan = e.apply(&plan).map_err(Failure::input)?;
     }
+    tracing::debug!(phase = "edit", edits = edits.len(), "applied the edits");
     let mut text = plan.to_json_pretty();
     text.push('\n');
     std::fs::write(output, text)
@@ -514,15 +540,49 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
             "diff": d,
         })),
         Format::Text => {
-            println!(
+            let mut s = String::new();
+            let _ = writeln!(
+                s,
                 "wrote {} ({} edits; channels {} -> {})",
                 output.display(),
                 edits.len(),
                 thousands(d.channels.0),
                 thousands(d.channels.1)
             );
-            Ok(())
+            output::print(&s)
         }
+    }
+}
+
+/// Refuses an `--output` that is the input file: the same path, or another name for it (a
+/// symlink, a hard link, `./x` for `x`), compared by device and inode where the file exists.
+fn refuse_overwriting_input(input: &Path, output: &Path) -> Result<(), Failure> {
+    if input.as_os_str() != "-" && (input == output || same_file(input, output)) {
+        return Err(Failure::Input(anyhow!(
+            "--output {} is the input file {}; an edit writes a new file",
+            output.display(),
+            input.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Whether both paths exist and name one file (metadata follows symlinks).
+#[cfg(unix)]
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
+}
+
+/// Whether both paths exist and name one file (canonical paths resolve symlinks).
+#[cfg(not(unix))]
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
     }
 }
 
@@ -536,6 +596,11 @@ fn ttl(
     let plan = CompiledPlan::parse(&bytes)
         .with_context(|| format!("reading {}", file.display()))
         .map_err(Failure::Input)?;
+    tracing::debug!(
+        phase = "parse",
+        nodes = plan.node_count(),
+        "parsed the compiled plan"
+    );
     let (plan, written) = match (set, output) {
         (Some(spec), Some(out)) => {
             let (target, value) = spec.rsplit_once('=').ok_or_else(|| {
@@ -545,12 +610,7 @@ fn ttl(
             let node: i64 = number(node, "--set")?;
             let ms = parse_duration_ms(value).map_err(Failure::input)?;
             let edited = plan.with_ttl(node, state, ms).map_err(Failure::input)?;
-            if out == file {
-                return Err(Failure::Input(anyhow!(
-                    "--output {} is the input file; an edit writes a new file",
-                    out.display()
-                )));
-            }
+            refuse_overwriting_input(file, out)?;
             std::fs::write(out, edited.text())
                 .with_context(|| format!("writing {}", out.display()))
                 .map_err(Failure::Work)?;
@@ -566,26 +626,35 @@ fn ttl(
             "output": written,
         })),
         Format::Text => {
+            let mut s = String::new();
             for o in plan.stateful_operators() {
-                for s in &o.states {
-                    println!(
+                for state in &o.states {
+                    let _ = writeln!(
+                        s,
                         "node {} {} state {} ({}) ttl {}",
-                        o.id, o.kind, s.index, s.name, s.ttl
+                        o.id, o.kind, state.index, state.name, state.ttl
                     );
                 }
             }
             if plan.stateful_operators().is_empty() {
-                println!("no stateful operators");
+                let _ = writeln!(s, "no stateful operators");
             }
             if let Some(w) = written {
-                println!("wrote {w}");
+                let _ = writeln!(s, "wrote {w}");
             }
-            Ok(())
+            output::print(&s)
         }
     }
 }
 
 pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
+    tracing::debug!(
+        phase = "start",
+        address = %args.address,
+        max_body_bytes = args.max_body_bytes,
+        max_plans = args.max_plans,
+        "starting the planning service"
+    );
     let service = RunningService::start(ServiceConfig {
         address: args.address,
         max_body_bytes: args.max_body_bytes,
@@ -593,12 +662,13 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         ..ServiceConfig::default()
     })
     .map_err(Failure::input)?;
+    tracing::info!(url = %service.url(), "planning service listening");
     eprintln!(
         "planning service listening on {}; Ctrl-C stops it",
         service.url()
     );
     // Tests and scripts read the address from the first line of standard output.
-    println!("{}", service.url());
+    output::print(&format!("{}\n", service.url()))?;
     service.wait();
     Ok(())
 }

@@ -39,13 +39,34 @@ pub(crate) fn run(
 ) -> Result<(), Failure> {
     let start = Instant::now();
     let bytes = read_input(path)?;
+    tracing::debug!(file = %path.display(), bytes = bytes.len(), "read the job");
     let (json, _) = load::parse(&bytes, load_options).map_err(Failure::input)?;
+    drop(bytes);
     let job = JobGraph::from_json(&json).map_err(Failure::input)?;
+    drop(json);
     let parsed = Instant::now();
+    tracing::debug!(
+        phase = "parse",
+        ms = (parsed - start).as_secs_f64() * 1e3,
+        job_vertices = job.vertices().len(),
+        "parsed the job graph"
+    );
     let graph = Arc::new(ExecutionGraph::build(job).map_err(Failure::input)?);
     let built = Instant::now();
+    tracing::debug!(
+        phase = "execution_graph",
+        ms = (built - parsed).as_secs_f64() * 1e3,
+        execution_vertices = graph.num_execution_vertices(),
+        "built the execution graph"
+    );
     let regions = Arc::new(PipelinedRegions::compute(&graph).map_err(Failure::input)?);
     let regions_done = Instant::now();
+    tracing::debug!(
+        phase = "regions",
+        ms = (regions_done - built).as_secs_f64() * 1e3,
+        regions = regions.len(),
+        "computed the pipelined regions"
+    );
 
     let mut config = SimulationConfig::for_job_type(graph.job_graph().job_type());
     config.task_managers = options.task_managers;
@@ -78,6 +99,13 @@ pub(crate) fn run(
         }
     }
     let mut progress = Progress(bar.as_ref(), total);
+    tracing::debug!(
+        phase = "run",
+        task_managers = ?config.task_managers,
+        slots_per_task_manager = config.slots_per_task_manager,
+        seed = config.seed,
+        "running the job on the simulated cluster"
+    );
     let report = sim::simulate(
         Arc::clone(&graph),
         Arc::clone(&regions),
@@ -91,6 +119,13 @@ pub(crate) fn run(
     }
     let done = Instant::now();
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    tracing::debug!(
+        phase = "run",
+        ms = ms(done - regions_done),
+        status = report.status.as_str(),
+        restarts = report.restarts,
+        "the run ended"
+    );
 
     let fetches: u64 = report
         .task_managers
@@ -153,7 +188,8 @@ pub(crate) fn run(
         }
         Format::Text => render(&out),
     };
-    print!("{text}");
+    tracing::debug!(phase = "report", bytes = text.len(), "writing the report");
+    crate::output::print(&text)?;
     match report.status {
         JobStatus::Finished => Ok(()),
         status => Err(Failure::Reported(anyhow!(

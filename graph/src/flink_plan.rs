@@ -10,6 +10,7 @@
 //! (decided at run time by the adaptive batch scheduler) takes a default.
 
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
 use crate::{DistributionPattern, GraphError, ResultPartitionType};
@@ -19,29 +20,20 @@ use crate::{DistributionPattern, GraphError, ResultPartitionType};
 /// batch scheduler would choose by default. A conservative figure for planning.
 pub const DEFAULT_ADAPTIVE_PARALLELISM: u32 = 128;
 
-/// A Flink plan document, with or without REST's `{"plan": ...}` wrapper. Fields Flink writes
-/// that Conflux does not use (`operator`, `optimizer_properties`, ...) are ignored.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum PlanDocument {
-    Wrapped { plan: FlinkPlan },
-    Bare(FlinkPlan),
-}
-
-#[derive(Debug, Deserialize)]
+/// A Flink plan, read from its document (with or without REST's `{"plan": ...}` wrapper) field by
+/// field so that an error names the node and the field. Fields Flink writes that Conflux does
+/// not use (`jid`, `operator`, `optimizer_properties`, ...) are ignored.
+#[derive(Debug)]
 struct FlinkPlan {
-    #[serde(default)]
     name: String,
-    #[serde(default, rename = "type")]
     job_type: Option<String>,
     nodes: Vec<FlinkNode>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 struct FlinkNode {
     id: String,
     parallelism: i64,
-    #[serde(default)]
     inputs: Vec<FlinkInput>,
 }
 
@@ -78,18 +70,17 @@ pub fn looks_like_flink_plan(value: &serde_json::Value) -> bool {
 /// 32-hex `JobVertexID`s); the inputs of a node become its edges in `num` order.
 ///
 /// # Errors
-/// [`GraphError::Json`] when the bytes are not a Flink plan; [`GraphError::FlinkPlan`] naming the
-/// node and input for a parallelism other than `-1` or a positive number, an unknown exchange,
-/// or duplicate input numbers. Unknown producers and cycles are reported when the result is
+/// [`GraphError::Json`] when the bytes are not JSON; [`GraphError::FlinkPlan`] for a missing or
+/// mistyped field (`nodes`, `type`, or a node's `id`, `parallelism`, `inputs`, naming the node and
+/// the input) and naming the node and input for a parallelism other than `-1` or a positive
+/// number, an unknown exchange, or duplicate input numbers. Unknown producers and cycles are reported when the result is
 /// validated by [`JobGraph::from_json`](crate::JobGraph::from_json).
 pub fn import(bytes: &[u8], default_parallelism: u32) -> Result<JobGraphJson, GraphError> {
-    let document: PlanDocument = serde_json::from_slice(bytes).map_err(|e| GraphError::Json {
+    let document: Value = serde_json::from_slice(bytes).map_err(|e| GraphError::Json {
         format: "Flink plan",
         message: e.to_string(),
     })?;
-    let plan = match document {
-        PlanDocument::Wrapped { plan } | PlanDocument::Bare(plan) => plan,
-    };
+    let plan = read_plan(&document)?;
     let job_type = match plan.job_type.as_deref() {
         None => "streaming",
         Some(t) if t.eq_ignore_ascii_case("STREAMING") => "streaming",
@@ -159,6 +150,110 @@ pub fn import(bytes: &[u8], default_parallelism: u32) -> Result<JobGraphJson, Gr
     })
 }
 
+/// The plan of a document: `plan` when REST wrapped it, else the document itself.
+fn read_plan(document: &Value) -> Result<FlinkPlan, GraphError> {
+    let plan = document.get("plan").unwrap_or(document);
+    let Value::Object(fields) = plan else {
+        return Err(GraphError::FlinkPlan(format!(
+            "the plan is {}, not an object",
+            kind(plan)
+        )));
+    };
+    let text = |key: &str| match fields.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(GraphError::FlinkPlan(format!(
+            "field `{key}` is {}, not a string",
+            kind(other)
+        ))),
+    };
+    let nodes = match fields.get("nodes") {
+        Some(Value::Array(nodes)) => nodes,
+        Some(other) => {
+            return Err(GraphError::FlinkPlan(format!(
+                "field `nodes` is {}, not an array",
+                kind(other)
+            )))
+        }
+        None => {
+            return Err(GraphError::FlinkPlan(
+                "missing field `nodes` (the list of job vertices)".to_owned(),
+            ))
+        }
+    };
+    Ok(FlinkPlan {
+        name: text("name")?.unwrap_or_default(),
+        job_type: text("type")?,
+        nodes: nodes
+            .iter()
+            .enumerate()
+            .map(|(position, node)| read_node(position, node))
+            .collect::<Result<_, _>>()?,
+    })
+}
+
+/// One entry of `nodes`; errors name the node by id (by position while the id is unknown).
+fn read_node(position: usize, node: &Value) -> Result<FlinkNode, GraphError> {
+    let id = match node.get("id") {
+        Some(Value::String(id)) => id.clone(),
+        None => {
+            return Err(GraphError::FlinkPlan(format!(
+                "node at position {position} of `nodes`: missing field `id`"
+            )))
+        }
+        Some(other) => {
+            return Err(GraphError::FlinkPlan(format!(
+                "node at position {position} of `nodes`: field `id` is {}, not a string",
+                kind(other)
+            )))
+        }
+    };
+    let parallelism = match node.get("parallelism") {
+        None => {
+            return Err(GraphError::FlinkPlan(format!(
+                "node {id:?}: missing field `parallelism`"
+            )))
+        }
+        Some(p) => i64::deserialize(p)
+            .map_err(|e| GraphError::FlinkPlan(format!("node {id:?}: field `parallelism`: {e}")))?,
+    };
+    let inputs = match node.get("inputs") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(inputs)) => inputs
+            .iter()
+            .enumerate()
+            .map(|(k, input)| {
+                FlinkInput::deserialize(input).map_err(|e| {
+                    GraphError::FlinkPlan(format!("node {id:?}: input at position {k}: {e}"))
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(other) => {
+            return Err(GraphError::FlinkPlan(format!(
+                "node {id:?}: field `inputs` is {}, not an array",
+                kind(other)
+            )))
+        }
+    };
+    Ok(FlinkNode {
+        id,
+        parallelism,
+        inputs,
+    })
+}
+
+/// What a JSON value is, for messages (the value itself may be large).
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +288,44 @@ mod tests {
         assert_eq!(a.vertices[0].parallelism, 5);
         assert_eq!(a.edges[0].distribution_pattern, "pointwise");
         assert_eq!(a.edges[0].result_partition_type, "blocking");
+    }
+
+    #[test]
+    fn missing_and_wrong_fields_name_the_node_and_the_field() {
+        let cases = [
+            (
+                r#"{"nodes":[{"id":"a","parallelism":1},{"id":"b"}]}"#,
+                r#"node "b": missing field `parallelism`"#,
+            ),
+            (
+                r#"{"plan":{"nodes":[{"id":"b","parallelism":"4"}]}}"#,
+                r#"node "b": field `parallelism`: invalid type: string "4", expected i64"#,
+            ),
+            (
+                r#"{"jid":"x","name":"j"}"#,
+                "missing field `nodes` (the list of job vertices)",
+            ),
+            (
+                r#"{"nodes":{}}"#,
+                "field `nodes` is an object, not an array",
+            ),
+            (
+                r#"{"nodes":[{"parallelism":1}]}"#,
+                "node at position 0 of `nodes`: missing field `id`",
+            ),
+            (
+                r#"{"nodes":[{"id":"b","parallelism":1,"inputs":[{"num":0,"id":"a","exchange":"pipelined"}]}]}"#,
+                r#"node "b": input at position 0: missing field `ship_strategy`"#,
+            ),
+            (
+                r#"{"type":3,"nodes":[]}"#,
+                "field `type` is a number, not a string",
+            ),
+        ];
+        for (plan, expected) in cases {
+            let e = import(plan.as_bytes(), 1).unwrap_err();
+            assert_eq!(e, GraphError::FlinkPlan(expected.to_owned()), "{plan}");
+        }
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The job graph JSON format (a contract, documented in the README), as plain serde types.
+//! The job graph JSON format (a contract of the CLI and the planning service), as plain serde types.
 //!
 //! These types are the boundary: they hold what the file says, strings and all, and are
 //! converted into a validated [`JobGraph`](crate::JobGraph) by

@@ -26,6 +26,7 @@ pub mod generate;
 mod index_vec;
 mod job_graph;
 pub mod json;
+pub mod limits;
 pub mod load;
 mod partition_type;
 mod regions;

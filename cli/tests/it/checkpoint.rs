@@ -1,26 +1,7 @@
-//! End-to-end runs of `conflux checkpoint-sim` and `conflux local-dirs` (issue 5): the DESIGN §6
-//! JSON contract, exit codes.
+//! End-to-end runs of `conflux checkpoint-sim` and `conflux local-dirs`: the JSON contract, exit
+//! codes.
 
-use std::process::{Command, Output};
-
-use serde_json::Value;
-
-fn conflux(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_conflux"))
-        .args(args)
-        .output()
-        .expect("runs conflux")
-}
-
-fn json_of(output: &Output) -> Value {
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
-}
+use crate::support::{conflux, json_of};
 
 #[test]
 fn checkpoint_sim_json_contract() {

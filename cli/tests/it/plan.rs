@@ -1,33 +1,9 @@
 //! `conflux plan ...` and `conflux serve` end to end: the binary, its outputs and exit codes.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
-fn conflux(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_conflux"))
-        .args(args)
-        .output()
-        .expect("conflux runs")
-}
-
-fn fixture(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn json_of(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
-}
+use crate::support::{conflux, fixture, json_of, repo};
 
 #[test]
 fn stats_channels_rebalance_vs_rescale() {
@@ -172,6 +148,61 @@ fn ttl_lists_and_edits_compiled_plans() {
         "/tmp/never.json",
     ]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn edit_and_ttl_refuse_to_overwrite_their_input_under_any_name() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let job = dir.path().join("job.json");
+    std::fs::copy(repo().join("fixtures/jobs/small/two-data-sets.json"), &job).expect("copy");
+    let original = std::fs::read(&job).expect("read");
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&job, &link).expect("symlink");
+    let hard = dir.path().join("hard.json");
+    std::fs::hard_link(&job, &hard).expect("hard link");
+    let job_str = job.to_str().expect("utf-8");
+    let dotted = format!("{}/./job.json", dir.path().display());
+    for output in [
+        job_str,
+        link.to_str().expect("utf-8"),
+        hard.to_str().expect("utf-8"),
+        &dotted,
+    ] {
+        let out = conflux(&[
+            "plan",
+            "edit",
+            job_str,
+            "--set-parallelism",
+            "A=1",
+            "-o",
+            output,
+            "--format",
+            "json",
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{output}: {stderr}");
+        assert!(stderr.contains("is the input file"), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(json_of(&out)["error"].is_string());
+        assert_eq!(std::fs::read(&job).expect("read"), original, "{output}");
+    }
+
+    let plan = dir.path().join("q18.json");
+    std::fs::copy(fixture("flink-plans/nexmark-q18.compiled-plan.json"), &plan).expect("copy");
+    let original = std::fs::read(&plan).expect("read");
+    let plan_link = dir.path().join("q18-link.json");
+    std::os::unix::fs::symlink(&plan, &plan_link).expect("symlink");
+    let out = conflux(&[
+        "plan",
+        "ttl",
+        plan.to_str().expect("utf-8"),
+        "--set",
+        "5:deduplicateState=1 h",
+        "--output",
+        plan_link.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert_eq!(std::fs::read(&plan).expect("read"), original);
 }
 
 #[test]

@@ -1,0 +1,160 @@
+//! The inspect report for people, rendered from the same summary and lists as the JSON form so
+//! that both say the same, and written as it is rendered (the lists of a large job run to
+//! hundreds of megabytes).
+
+use std::io::Write;
+
+use serde_json::Value;
+
+use super::lists::Lists;
+
+/// Renders the report for people.
+pub(crate) fn render(r: &Value, lists: Lists<'_>, w: &mut dyn Write) -> std::io::Result<()> {
+    let n = |v: &Value| group_digits(v.as_u64().unwrap_or(0));
+    writeln!(
+        w,
+        "job {} ({}, {})",
+        r["name"],
+        r["job_type"].as_str().unwrap_or(""),
+        r["input_format"].as_str().unwrap_or("")
+    )?;
+    let rows = [
+        ("job vertices", n(&r["job_vertices"])),
+        ("execution vertices", n(&r["execution_vertices"])),
+        ("job edges", n(&r["job_edges"])),
+        ("logical connections", n(&r["logical_connections"])),
+        ("intermediate results", n(&r["intermediate_results"])),
+        ("partitions", n(&r["partitions"])),
+        (
+            "partition groups",
+            format!(
+                "{} consumed, {} consumer",
+                n(&r["consumed_partition_groups"]),
+                n(&r["consumer_vertex_groups"])
+            ),
+        ),
+        ("logical regions", n(&r["logical_regions"])),
+        ("pipelined regions", n(&r["regions"])),
+        (
+            "topology",
+            format!(
+                "{} bytes ({:.1} KiB)",
+                n(&r["topology_bytes"]),
+                r["topology_bytes"].as_f64().unwrap_or(0.0) / 1024.0
+            ),
+        ),
+    ];
+    for (label, value) in rows {
+        writeln!(w, "  {label:<22}{value}")?;
+    }
+    let sizes: Vec<String> = r["region_sizes"]["histogram"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|h| format!("{} x size {}", n(&h["count"]), n(&h["size"])))
+        .collect();
+    writeln!(w, "  {:<22}{}", "region sizes", sizes.join(", "))?;
+    let wall = &r["wall_ms"];
+    writeln!(
+        w,
+        "  {:<22}parse {:.3} ms, execution graph {:.3} ms, regions {:.3} ms, descriptors {:.3} ms, total {:.3} ms",
+        "wall time",
+        wall["parse"].as_f64().unwrap_or(0.0),
+        wall["execution_graph"].as_f64().unwrap_or(0.0),
+        wall["regions"].as_f64().unwrap_or(0.0),
+        wall["descriptors"].as_f64().unwrap_or(0.0),
+        wall["total"].as_f64().unwrap_or(0.0)
+    )?;
+    let d = &r["descriptors"];
+    writeln!(
+        w,
+        "  {:<22}{} groups, {} descriptors: {} bytes raw, {} compressed; {} group(s) offloaded ({} bytes), {} bytes inline [offload when {}]",
+        "shuffle descriptors",
+        n(&d["groups"]),
+        n(&d["descriptors"]),
+        n(&d["raw_bytes"]),
+        n(&d["compressed_bytes"]),
+        n(&d["offloaded_groups"]),
+        n(&d["offloaded_bytes"]),
+        n(&d["inline_bytes"]),
+        d["offload_rule"].as_str().unwrap_or("")
+    )?;
+    writeln!(w, "job vertices")?;
+    for v in lists.vertices() {
+        writeln!(
+            w,
+            "  {}  parallelism {}, max parallelism {}, slot sharing group {}",
+            v.id,
+            group_digits(u64::from(v.parallelism)),
+            group_digits(v.max_parallelism),
+            v.slot_sharing_group
+        )?;
+    }
+    writeln!(w, "edges")?;
+    for e in lists.edges() {
+        let ship = e.ship_strategy.map(|x| format!(" {x}")).unwrap_or_default();
+        writeln!(
+            w,
+            "  {} -> {}  {} {}{}: {} connections in {} group(s)",
+            e.source,
+            e.target,
+            e.distribution_pattern,
+            e.result_partition_type,
+            ship,
+            group_digits(e.connections),
+            group_digits(u64::from(e.groups))
+        )?;
+    }
+    writeln!(w, "shuffle descriptor groups (first {} per edge)", 16)?;
+    for e in r["descriptors"]["edges"].as_array().into_iter().flatten() {
+        for g in e["listed_groups"].as_array().into_iter().flatten() {
+            writeln!(
+                w,
+                "  {} -> {} group {}: {} descriptors for {} consumers, {} bytes raw, {} compressed, {}",
+                e["source"].as_str().unwrap_or(""),
+                e["target"].as_str().unwrap_or(""),
+                g["group"],
+                n(&g["descriptors"]),
+                n(&g["consumers"]),
+                n(&g["raw_bytes"]),
+                n(&g["compressed_bytes"]),
+                if g["offloaded"].as_bool().unwrap_or(false) { "offloaded" } else { "inline" }
+            )?;
+        }
+    }
+    if r.get("vertices").is_some() {
+        writeln!(w, "execution vertices")?;
+        for v in lists.detail() {
+            let groups: Vec<String> = v
+                .consumed_partition_groups
+                .iter()
+                .map(|names| format!("[{}]", names.join(" ")))
+                .collect();
+            writeln!(
+                w,
+                "  {}  region {}  consumes {}",
+                v.id,
+                v.region,
+                if groups.is_empty() {
+                    "nothing".to_owned()
+                } else {
+                    groups.join(" ")
+                }
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// `1234567` -> `1,234,567`.
+pub(crate) fn group_digits(x: u64) -> String {
+    let digits = x.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -1,0 +1,11 @@
+//! End-to-end tests of the `conflux` binary, one test binary with a module per command family.
+
+mod checkpoint;
+mod jobs;
+mod limits;
+mod logging;
+mod output;
+mod plan;
+mod run_dir;
+mod support;
+mod usage;

@@ -28,6 +28,7 @@ pub mod json;
 pub mod load;
 mod partition_type;
 mod regions;
+mod ship_strategy;
 
 pub use error::GraphError;
 pub use execution_graph::{
@@ -46,3 +47,4 @@ pub use partition_type::{
 pub use regions::{
     LogicalPipelinedRegions, LogicalRegionIndex, PipelinedRegionIndex, PipelinedRegions,
 };
+pub use ship_strategy::ShipStrategy;

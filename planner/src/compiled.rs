@@ -11,7 +11,7 @@ use std::ops::Range;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::PlanError;
+use crate::error::PlanError;
 
 /// One state of a stateful ExecNode (`{"index": 0, "ttl": "0 ms", "name": "leftState"}`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -27,9 +27,9 @@ use serde_json::{json, Value};
 use crate::compat::{self, CompatOptions};
 use crate::compiled::{parse_duration_ms, CompiledPlan};
 use crate::edit::Edit;
+use crate::error::PlanError;
 use crate::stats::{PlanStats, StatsConfig};
 use crate::versions::{diff, VersionedPlan};
-use crate::PlanError;
 
 /// Settings of the service.
 #[derive(Clone, Debug)]

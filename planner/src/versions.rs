@@ -8,8 +8,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::edit::Edit;
+use crate::error::PlanError;
 use crate::stats::channels;
-use crate::PlanError;
 
 /// One version of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

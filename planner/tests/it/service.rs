@@ -153,3 +153,108 @@ fn service_end_to_end() {
 fn service_binds_loopback_by_default() {
     assert!(ServiceConfig::default().address.ip().is_loopback());
 }
+
+/// Sends raw request bytes (reqwest would normalise the URL) and reads the whole answer; the
+/// service closes the connection after it (`Connection: close`). `None` when the connection
+/// drops without an answer.
+fn raw_request(addr: std::net::SocketAddr, request: &[u8]) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    stream.write_all(request).expect("write");
+    let mut answer = Vec::new();
+    match stream.read_to_end(&mut answer) {
+        Ok(_) if !answer.is_empty() => Some(String::from_utf8_lossy(&answer).into_owned()),
+        _ => None,
+    }
+}
+
+/// A malformed escape followed by a multi-byte character made the hand-written query parser
+/// slice inside the character and panic: the connection dropped with no answer.
+#[test]
+fn malformed_query_string_is_a_400_not_a_dropped_connection() {
+    let service = start(1 << 20);
+    let plan = br#"{"job_type": "streaming", "vertices": [{"id": "a", "parallelism": 2}]}"#;
+    let submit = format!(
+        "POST /plans HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        plan.len()
+    );
+    let answer = raw_request(service.addr(), &[submit.as_bytes(), plan].concat()).expect("answer");
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    for (target, parameter) in [
+        ("/plans/p1/stats?version=%a\u{e9}", "'version'"),
+        ("/plans/p1/regions?version=%\u{e9}", "'version'"),
+        ("/plans/p1/diff?from=1&to=%a\u{e9}", "'to'"),
+        ("/plans/p1/stats?version=1&version=1", "version"),
+    ] {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let answer = raw_request(service.addr(), request.as_bytes())
+            .unwrap_or_else(|| panic!("{target}: the connection dropped without an answer"));
+        assert!(answer.starts_with("HTTP/1.1 400"), "{target}: {answer}");
+        let body = &answer[answer.find("\r\n\r\n").expect("head") + 4..];
+        let v: Value = serde_json::from_str(body).expect("JSON body");
+        assert_eq!(v["code"], "bad_query", "{target}: {v}");
+        let message = v["error"].as_str().expect("message");
+        assert!(message.contains(parameter), "{target}: {message}");
+    }
+}
+
+/// The events of every test of this binary, as `message field=value ...` lines.
+static EVENTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A subscriber that keeps events as text: enough to check what the service logs without a
+/// subscriber crate.
+struct Capture;
+
+struct Fields(String);
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={value:?}", field.name()));
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut fields = Fields(format!("{}", event.metadata().level()));
+        event.record(&mut fields);
+        EVENTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(fields.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn every_request_is_logged_with_method_path_status_and_duration() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| tracing::subscriber::set_global_default(Capture).expect("subscriber"));
+    let service = start(1 << 20);
+    let request =
+        "GET /plans/p404/stats?version=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let answer = raw_request(service.addr(), request.as_bytes()).expect("answer");
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let events = EVENTS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let line = events
+        .iter()
+        .find(|e| e.contains("path=/plans/p404/stats"))
+        .unwrap_or_else(|| panic!("no request event in {events:?}"));
+    assert!(line.starts_with("INFO message=request"), "{line}");
+    assert!(line.contains(" method=GET"), "{line}");
+    assert!(line.contains(" status=404"), "{line}");
+    assert!(line.contains(" duration_us="), "{line}");
+    // The query string is not logged.
+    assert!(!line.contains("version=2"), "{line}");
+}

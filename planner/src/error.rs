@@ -60,6 +60,16 @@ pub enum PlanError {
     /// A Flink compiled plan (FLIP-190) that is not valid JSON or lacks what is needed.
     #[error("compiled plan: {0}")]
     CompiledPlan(String),
+    /// A compiled plan with the same key twice in one object. JSON readers disagree on which
+    /// value counts (serde_json and Flink's Jackson take the last), so an edit could change a
+    /// value nobody reads; such a plan is refused.
+    #[error("compiled plan: duplicate key '{key}' at byte {offset}; JSON readers disagree on which value counts")]
+    DuplicateKey {
+        /// The key, unescaped.
+        key: String,
+        /// Byte offset (from 0) of the second occurrence's opening quote.
+        offset: usize,
+    },
     /// A duration in Flink's notation (`3600000 ms`, `1 h`, `1d`) that cannot be read.
     #[error("invalid duration '{text}': {reason}")]
     Duration {

@@ -52,7 +52,7 @@ impl From<PlanError> for ApiError {
             | PlanError::UnknownState { .. } => (StatusCode::NOT_FOUND, "unknown_item"),
             PlanError::UnknownVersion { .. } => (StatusCode::NOT_FOUND, "unknown_version"),
             PlanError::Refused { .. } => (StatusCode::CONFLICT, "edit_refused"),
-            PlanError::CompiledPlan(_) => {
+            PlanError::CompiledPlan(_) | PlanError::DuplicateKey { .. } => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "invalid_compiled_plan")
             }
             PlanError::Duration { .. } => (StatusCode::BAD_REQUEST, "invalid_duration"),

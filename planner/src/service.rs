@@ -11,10 +11,12 @@
 mod analyses;
 mod api_error;
 mod config;
+mod connections;
 mod plans;
 mod query;
 mod state;
 mod statistics;
+mod store;
 mod trace;
 
 use std::future::Future;
@@ -74,7 +76,9 @@ pub fn router(config: ServiceConfig) -> Router {
         .with_state(state)
 }
 
-/// Serves the planning API on `listener` until `shutdown` completes.
+/// Serves the planning API on `listener` until `shutdown` completes, within the connection
+/// limits of `config` (`max_connections`, `header_read_timeout`, `idle_timeout`); then lets
+/// the requests in progress finish.
 ///
 /// # Errors
 /// The listener's I/O error.
@@ -83,16 +87,8 @@ pub async fn serve(
     config: ServiceConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let listener = {
-        use axum::serve::ListenerExt;
-        // Small requests must not wait for Nagle's algorithm.
-        listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        })
-    };
-    axum::serve(listener, router(config))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let limits = connections::Limits::of(&config);
+    connections::serve(listener, router(config), limits, shutdown).await
 }
 
 /// A service running on a thread of its own with its own tokio runtime (for the CLI, tests and

@@ -1,6 +1,7 @@
 //! Plan endpoints: submit, list, versions, edits, diff and compatibility of two versions.
+//! Parsing, edits, diffs, analyses and whole-plan answers run as computations (see
+//! [`AppState::compute`]); the store's lock is only held to look up and add.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -11,9 +12,10 @@ use conflux_graph::json::JobGraphJson;
 use conflux_graph::load::{self, LoadOptions};
 use serde_json::{json, Value};
 
-use super::api_error::{json_response, ApiError, ApiResult};
+use super::api_error::{bytes_response, json_response, to_bytes, ApiError, ApiResult};
 use super::query::{EditQuery, LoadQuery, RangeQuery};
-use super::state::{AppState, Stored};
+use super::state::{release, AppState};
+use super::store::plan_heap_bytes;
 use crate::compat::{self, CompatOptions};
 use crate::edit::Edit;
 use crate::error::PlanError;
@@ -25,15 +27,6 @@ pub(super) fn parse_plan(bytes: &[u8], options: &LoadOptions) -> Result<JobGraph
     Ok(json)
 }
 
-/// 404 `unknown_plan`.
-pub(super) fn unknown_plan(id: &str) -> ApiError {
-    ApiError::new(
-        StatusCode::NOT_FOUND,
-        "unknown_plan",
-        format!("unknown plan '{id}'"),
-    )
-}
-
 /// `POST /plans`.
 pub(super) async fn submit(
     State(state): State<Arc<AppState>>,
@@ -42,27 +35,18 @@ pub(super) async fn submit(
 ) -> ApiResult {
     let body = body?;
     let Query(query) = query?;
-    let json = parse_plan(&body, &query.options()?)?;
-    let plan = VersionedPlan::new(json)?;
+    let options = query.options()?;
+    let (plan, bytes) = state
+        .compute("reading the plan", move || {
+            let json = parse_plan(&body, &options)?;
+            let bytes = plan_heap_bytes(&json);
+            Ok::<_, ApiError>((VersionedPlan::new(json)?, bytes))
+        })
+        .await??;
     let name = plan.latest().plan.name.clone();
     let id = state.next_id();
-    {
-        let mut plans = state.plans();
-        if plans.len() >= state.config.max_plans {
-            return Err(ApiError::new(
-                StatusCode::INSUFFICIENT_STORAGE,
-                "too_many_plans",
-                format!("the service keeps at most {} plans", state.config.max_plans),
-            ));
-        }
-        plans.insert(
-            id.clone(),
-            Stored {
-                plan,
-                cache: HashMap::new(),
-            },
-        );
-    }
+    let evicted = state.store().insert(id.clone(), plan, bytes)?;
+    release(evicted);
     json_response(
         StatusCode::CREATED,
         &json!({ "id": id, "name": name, "version": 1 }),
@@ -71,8 +55,8 @@ pub(super) async fn submit(
 
 /// `GET /plans`.
 pub(super) async fn list_plans(State(state): State<Arc<AppState>>) -> ApiResult {
-    let plans = state.plans();
-    let mut list: Vec<Value> = plans
+    let mut list: Vec<Value> = state
+        .store()
         .iter()
         .map(|(id, s)| {
             json!({
@@ -91,8 +75,8 @@ pub(super) async fn plan_summary(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let plans = state.plans();
-    let s = plans.get(&id).ok_or_else(|| unknown_plan(&id))?;
+    let mut store = state.store();
+    let s = store.get(&id)?;
     let latest = s.plan.latest();
     json_response(
         StatusCode::OK,
@@ -110,8 +94,8 @@ pub(super) async fn list_versions(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> ApiResult {
-    let plans = state.plans();
-    let s = plans.get(&id).ok_or_else(|| unknown_plan(&id))?;
+    let mut store = state.store();
+    let s = store.get(&id)?;
     json_response(StatusCode::OK, &json!({ "versions": s.plan.versions() }))
 }
 
@@ -125,15 +109,32 @@ fn version_number(text: &str) -> Result<u32, ApiError> {
     })
 }
 
+/// The plan of version `number` (default: the latest) of plan `id`.
+fn version_plan(
+    state: &AppState,
+    id: &str,
+    number: Option<u32>,
+) -> Result<(u32, Arc<JobGraphJson>), ApiError> {
+    let mut store = state.store();
+    let s = store.get(id)?;
+    let v = match number {
+        Some(n) => s.plan.get(n)?,
+        None => s.plan.latest(),
+    };
+    Ok((v.number, Arc::clone(&v.plan)))
+}
+
 /// `GET /plans/{id}/versions/{version}`.
 pub(super) async fn get_version(
     State(state): State<Arc<AppState>>,
     Path((id, version)): Path<(String, String)>,
 ) -> ApiResult {
     let number = version_number(&version)?;
-    let plans = state.plans();
-    let s = plans.get(&id).ok_or_else(|| unknown_plan(&id))?;
-    json_response(StatusCode::OK, &s.plan.get(number)?.plan)
+    let (_, plan) = version_plan(&state, &id, Some(number))?;
+    let body = state
+        .compute("writing the plan", move || to_bytes(&*plan))
+        .await??;
+    Ok(bytes_response(StatusCode::OK, body))
 }
 
 /// `POST /plans/{id}/edits`.
@@ -153,19 +154,50 @@ pub(super) async fn apply_edit(
         )
     })?;
     let base = query.base()?;
-    let mut plans = state.plans();
-    let s = plans.get_mut(&id).ok_or_else(|| unknown_plan(&id))?;
-    let v = s.plan.apply(edit, base)?;
-    json_response(
-        StatusCode::CREATED,
-        &json!({
+    let edits = Arc::clone(&state.store().get(&id)?.edits);
+    // Edits of one plan apply in turn, so that an edit without base sees the version the
+    // previous one made; waiting here blocks no worker.
+    let _turn = edits.lock().await;
+    let (base, plan) = version_plan(&state, &id, base)?;
+    let applied = edit.clone();
+    let (plan, bytes, channels) = state
+        .compute("the edit", move || {
+            let edited = applied.apply(&plan)?;
+            let (bytes, channels) = (plan_heap_bytes(&edited), total_channels(&edited));
+            Ok::<_, ApiError>((edited, bytes, channels))
+        })
+        .await??;
+    let (answer, evicted) = {
+        let mut store = state.store();
+        let (v, evicted) = store.add_version(&id, base, edit, plan, bytes)?;
+        let answer = json!({
             "id": id,
             "version": v.number,
             "parent": v.parent,
             "edit": v.edit,
-            "channels": total_channels(&v.plan),
-        }),
-    )
+            "channels": channels,
+        });
+        (answer, evicted)
+    };
+    release(evicted);
+    json_response(StatusCode::CREATED, &answer)
+}
+
+/// The plans of versions `from` and `to` (defaults: see [`RangeQuery::range`]).
+fn two_versions(
+    state: &AppState,
+    id: &str,
+    query: &RangeQuery,
+) -> Result<(u32, Arc<JobGraphJson>, u32, Arc<JobGraphJson>), ApiError> {
+    let mut store = state.store();
+    let s = store.get(id)?;
+    let (from, to) = query.range(s.plan.latest().number)?;
+    Ok((
+        from,
+        Arc::clone(&s.plan.get(from)?.plan),
+        to,
+        Arc::clone(&s.plan.get(to)?.plan),
+    ))
 }
 
 /// `GET /plans/{id}/diff`.
@@ -175,14 +207,13 @@ pub(super) async fn diff_versions(
     query: Result<Query<RangeQuery>, QueryRejection>,
 ) -> ApiResult {
     let Query(query) = query?;
-    let plans = state.plans();
-    let s = plans.get(&id).ok_or_else(|| unknown_plan(&id))?;
-    let (from, to) = query.range(s.plan.latest().number)?;
-    let d = diff(&s.plan.get(from)?.plan, &s.plan.get(to)?.plan);
-    json_response(
-        StatusCode::OK,
-        &json!({ "from": from, "to": to, "diff": d }),
-    )
+    let (from, old, to, new) = two_versions(&state, &id, &query)?;
+    let body = state
+        .compute("the diff", move || {
+            to_bytes(&json!({ "from": from, "to": to, "diff": diff(&old, &new) }))
+        })
+        .await??;
+    Ok(bytes_response(StatusCode::OK, body))
 }
 
 /// `GET /plans/{id}/compat`.
@@ -192,24 +223,16 @@ pub(super) async fn compat_versions(
     query: Result<Query<RangeQuery>, QueryRejection>,
 ) -> ApiResult {
     let Query(query) = query?;
-    let (old, new, from, to) = {
-        let plans = state.plans();
-        let s = plans.get(&id).ok_or_else(|| unknown_plan(&id))?;
-        let (from, to) = query.range(s.plan.latest().number)?;
-        (
-            s.plan.get(from)?.plan.clone(),
-            s.plan.get(to)?.plan.clone(),
-            from,
-            to,
-        )
-    };
+    let (from, old, to, new) = two_versions(&state, &id, &query)?;
     let options = CompatOptions {
         allow_non_restored_state: query.allow_non_restored_state(),
         ..CompatOptions::default()
     };
-    let report = compat::analyze(&old, &new, &options)?;
-    json_response(
-        StatusCode::OK,
-        &json!({ "from": from, "to": to, "report": report }),
-    )
+    let body = state
+        .compute("the compatibility analysis", move || {
+            let report = compat::analyze(&old, &new, &options)?;
+            to_bytes(&json!({ "from": from, "to": to, "report": report }))
+        })
+        .await??;
+    Ok(bytes_response(StatusCode::OK, body))
 }

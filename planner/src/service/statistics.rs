@@ -1,5 +1,6 @@
-//! Statistics endpoints: `GET /plans/{id}/stats` and `/regions`, computed once per version on a
-//! blocking thread and served from the cache afterwards.
+//! Statistics endpoints: `GET /plans/{id}/stats` and `/regions`, computed once per version as
+//! a computation (see [`AppState::compute`]) and served from the cache afterwards; concurrent
+//! requests for the same version share that one computation.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,31 +13,11 @@ use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
 use serde_json::{json, Value};
 
 use super::api_error::{bytes_response, to_bytes, ApiError, ApiResult};
-use super::plans::unknown_plan;
 use super::query::VersionQuery;
-use super::state::{AppState, Cached};
+use super::state::{release, AppState};
+use super::store::Cached;
 use crate::error::PlanError;
 use crate::stats::{PlanStats, StatsConfig};
-
-/// A version's cached statistics, or its plan to compute them from.
-enum Lookup {
-    Hit(Arc<Cached>),
-    Miss(u32, JobGraphJson),
-}
-
-/// Looks a version (default: latest) up in the cache.
-fn lookup(state: &AppState, id: &str, version: Option<u32>) -> Result<Lookup, ApiError> {
-    let plans = state.plans();
-    let s = plans.get(id).ok_or_else(|| unknown_plan(id))?;
-    let v = match version {
-        Some(n) => s.plan.get(n)?,
-        None => s.plan.latest(),
-    };
-    Ok(match s.cache.get(&v.number) {
-        Some(c) => Lookup::Hit(Arc::clone(c)),
-        None => Lookup::Miss(v.number, v.plan.clone()),
-    })
-}
 
 /// Statistics and regions of a plan: O(V + E + N), see [`PlanStats::compute`].
 fn compute_cached(plan: &JobGraphJson, config: &StatsConfig) -> Result<Cached, ApiError> {
@@ -64,24 +45,40 @@ fn compute_cached(plan: &JobGraphJson, config: &StatsConfig) -> Result<Cached, A
     })
 }
 
+/// The statistics of a version (default: the latest): from the cache, or computed once by the
+/// first request while identical requests wait for it.
 async fn cached(
     state: &Arc<AppState>,
     id: &str,
     version: Option<u32>,
 ) -> Result<Arc<Cached>, ApiError> {
-    let (number, plan) = match lookup(state, id, version)? {
-        Lookup::Hit(c) => return Ok(c),
-        Lookup::Miss(number, plan) => (number, plan),
+    let (cell, number, plan) = {
+        let mut store = state.store();
+        let s = store.get(id)?;
+        let v = match version {
+            Some(n) => s.plan.get(n)?,
+            None => s.plan.latest(),
+        };
+        let (number, plan) = (v.number, Arc::clone(&v.plan));
+        (store.stats_cell(id, number)?, number, plan)
     };
-    let config = state.config.stats;
-    let computed = tokio::task::spawn_blocking(move || compute_cached(&plan, &config))
-        .await
-        .map_err(|e| ApiError::bug(format!("bug: statistics task failed: {e}")))??;
-    let computed = Arc::new(computed);
-    if let Some(s) = state.plans().get_mut(id) {
-        s.cache.insert(number, Arc::clone(&computed));
-    }
-    Ok(computed)
+    let cached = cell
+        .get_or_try_init(|| async {
+            let config = state.config.stats;
+            let computed = state
+                .compute("statistics", move || compute_cached(&plan, &config))
+                .await??;
+            tracing::info!(
+                plan = %id,
+                version = number,
+                bytes = computed.stats.len() + computed.regions.len(),
+                "statistics computed"
+            );
+            release(state.store().charge_stats(id, number, &computed));
+            Ok::<_, ApiError>(Arc::new(computed))
+        })
+        .await?;
+    Ok(Arc::clone(cached))
 }
 
 /// `GET /plans/{id}/stats`.

@@ -52,7 +52,7 @@ async fn cached(
     id: &str,
     version: Option<u32>,
 ) -> Result<Arc<Cached>, ApiError> {
-    let (cell, number, plan) = {
+    let (cell, number, plan, name) = {
         let mut store = state.store();
         let s = store.get(id)?;
         let v = match version {
@@ -60,7 +60,8 @@ async fn cached(
             None => s.plan.latest(),
         };
         let (number, plan) = (v.number, Arc::clone(&v.plan));
-        (store.stats_cell(id, number)?, number, plan)
+        let name = plan.name.clone();
+        (store.stats_cell(id, number)?, number, plan, name)
     };
     let cached = cell
         .get_or_try_init(|| async {
@@ -71,6 +72,7 @@ async fn cached(
             tracing::info!(
                 plan = %id,
                 version = number,
+                name = %name,
                 bytes = computed.stats.len() + computed.regions.len(),
                 "statistics computed"
             );

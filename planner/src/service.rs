@@ -1,12 +1,27 @@
 //! The HTTP planning service (`conflux serve`): the synchronous planning core behind JSON
-//! endpoints (axum on tokio). Plans live in memory; statistics are computed once per version
-//! (on a blocking thread) and served from a cache afterwards.
+//! endpoints (axum on tokio, hyper's HTTP/1 server). Plans live in memory; statistics are
+//! computed once per version and served from a cache afterwards.
 //!
 //! Every error is `{"error": "...", "code": "..."}` with a 4xx status naming the problem (5xx
 //! only for bugs). Request bodies are capped ([`ServiceConfig::max_body_bytes`]); query strings
 //! are parsed by axum's `Query` extractor, and one that cannot be read is a 400 `bad_query`.
 //! Every request is logged with `tracing` (method, path, status, duration). The README lists
 //! the endpoints.
+//!
+//! Bounded whatever the clients do, each bound a [`ServiceConfig`] field:
+//! - memory: stored plans, versions and cached statistics stay within `max_store_bytes`
+//!   (least recently used plans evicted, else 507); expensive work runs at most
+//!   `max_concurrent_computations` at a time, and identical statistics requests share one
+//!   computation;
+//! - the async workers: expensive work runs on blocking threads, and the store's lock is only
+//!   held for bookkeeping, so `/health` stays fast under load;
+//! - descriptors: at most `max_connections` connections, closed after `header_read_timeout`
+//!   without a complete request head or `idle_timeout` without traffic.
+//!
+//! The code: `config` (settings), `connections` (accept loop and timeouts), `trace` (request
+//! logging), `query` and `api_error` (what comes in and goes out), `state` (the shared state
+//! and the computation limit), `store` (plans within the budget), and the endpoints in
+//! `plans`, `statistics` and `analyses`.
 
 mod analyses;
 mod api_error;

@@ -109,28 +109,13 @@ fn version_number(text: &str) -> Result<u32, ApiError> {
     })
 }
 
-/// The plan of version `number` (default: the latest) of plan `id`.
-fn version_plan(
-    state: &AppState,
-    id: &str,
-    number: Option<u32>,
-) -> Result<(u32, Arc<JobGraphJson>), ApiError> {
-    let mut store = state.store();
-    let s = store.get(id)?;
-    let v = match number {
-        Some(n) => s.plan.get(n)?,
-        None => s.plan.latest(),
-    };
-    Ok((v.number, Arc::clone(&v.plan)))
-}
-
 /// `GET /plans/{id}/versions/{version}`.
 pub(super) async fn get_version(
     State(state): State<Arc<AppState>>,
     Path((id, version)): Path<(String, String)>,
 ) -> ApiResult {
     let number = version_number(&version)?;
-    let (_, plan) = version_plan(&state, &id, Some(number))?;
+    let (_, plan) = state.store().version(&id, Some(number))?;
     let body = state
         .compute("writing the plan", move || to_bytes(&*plan))
         .await??;
@@ -158,7 +143,7 @@ pub(super) async fn apply_edit(
     // Edits of one plan apply in turn, so that an edit without base sees the version the
     // previous one made; waiting here blocks no worker.
     let _turn = edits.lock().await;
-    let (base, plan) = version_plan(&state, &id, base)?;
+    let (base, plan) = state.store().version(&id, base)?;
     let applied = edit.clone();
     let (plan, bytes, channels) = state
         .compute("the edit", move || {

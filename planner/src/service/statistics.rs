@@ -52,17 +52,12 @@ async fn cached(
     id: &str,
     version: Option<u32>,
 ) -> Result<Arc<Cached>, ApiError> {
-    let (cell, number, plan, name) = {
+    let (cell, number, plan) = {
         let mut store = state.store();
-        let s = store.get(id)?;
-        let v = match version {
-            Some(n) => s.plan.get(n)?,
-            None => s.plan.latest(),
-        };
-        let (number, plan) = (v.number, Arc::clone(&v.plan));
-        let name = plan.name.clone();
-        (store.stats_cell(id, number)?, number, plan, name)
+        let (number, plan) = store.version(id, version)?;
+        (store.stats_cell(id, number)?, number, plan)
     };
+    let name = plan.name.clone();
     let cached = cell
         .get_or_try_init(|| async {
             let config = state.config.stats;

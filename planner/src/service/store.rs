@@ -106,6 +106,23 @@ impl Store {
         Ok(stored)
     }
 
+    /// Version `number` (default: the latest) of plan `id`: its number and its plan.
+    ///
+    /// # Errors
+    /// 404 `unknown_plan` or `unknown_version`.
+    pub(super) fn version(
+        &mut self,
+        id: &str,
+        number: Option<u32>,
+    ) -> Result<(u32, Arc<JobGraphJson>), ApiError> {
+        let plan = &self.get(id)?.plan;
+        let v = match number {
+            Some(n) => plan.get(n)?,
+            None => plan.latest(),
+        };
+        Ok((v.number, Arc::clone(&v.plan)))
+    }
+
     /// Stores a new plan whose versions take `bytes`.
     ///
     /// # Errors

@@ -154,6 +154,13 @@ pub(super) fn is_pipelined(t: ResultPartitionType) -> bool {
 }
 
 impl BufferModel {
+    /// The target size of a local buffer pool serving `channels` channels (a gate) or
+    /// subpartitions (a pipelined partition): `channels x buffers-per-channel +
+    /// floating-buffers-per-gate`, in buffers.
+    pub fn pool_target(&self, channels: u64) -> u64 {
+        channels * self.buffers_per_channel + self.floating_buffers_per_gate
+    }
+
     /// Buffers of the input gates of one edge. O(1).
     pub fn input_buffers(
         &self,
@@ -164,7 +171,7 @@ impl BufferModel {
     ) -> Buffers {
         let mut total = Buffers::default();
         for s in gate_shapes(pattern, u64::from(producers), u64::from(consumers)) {
-            let target = s.channels * self.buffers_per_channel + self.floating_buffers_per_gate;
+            let target = self.pool_target(s.channels);
             let required = if is_pipelined(result_type) {
                 target
             } else {
@@ -192,10 +199,7 @@ impl BufferModel {
         let mut total = Buffers::default();
         for s in partition_shapes(pattern, u64::from(producers), u64::from(consumers)) {
             let (target, required) = if is_pipelined(result_type) {
-                (
-                    s.channels * self.buffers_per_channel + self.floating_buffers_per_gate,
-                    s.channels + 1,
-                )
+                (self.pool_target(s.channels), s.channels + 1)
             } else {
                 (
                     self.sort_shuffle_min_buffers.max(4 * s.channels),

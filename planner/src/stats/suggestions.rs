@@ -85,8 +85,7 @@ fn gate_above_required(edge: &JobEdge, e: &EdgeStats, model: &BufferModel) -> Op
     {
         return None;
     }
-    let gate_target = u64::from(e.producer_parallelism) * model.buffers_per_channel
-        + model.floating_buffers_per_gate;
+    let gate_target = model.pool_target(u64::from(e.producer_parallelism));
     if gate_target <= model.batch_required_buffers_per_gate {
         return None;
     }

@@ -32,11 +32,14 @@ pub(super) struct Limits {
     max_connections: usize,
 }
 
+/// The longest timeout honoured (a year): `Instant + Duration::MAX` would overflow.
+const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
 impl Limits {
     pub(super) fn of(config: &ServiceConfig) -> Limits {
         Limits {
-            header_read_timeout: config.header_read_timeout,
-            idle_timeout: config.idle_timeout,
+            header_read_timeout: config.header_read_timeout.min(LONGEST_TIMEOUT),
+            idle_timeout: config.idle_timeout.min(LONGEST_TIMEOUT),
             // tokio's semaphore takes at most u32::MAX >> 3 permits.
             max_connections: config.max_connections.clamp(1, Semaphore::MAX_PERMITS),
         }
@@ -271,5 +274,35 @@ impl AsyncWrite for Tracked {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_of_any_length_are_usable() {
+        let limits = Limits::of(&ServiceConfig {
+            header_read_timeout: Duration::MAX,
+            idle_timeout: Duration::MAX,
+            max_connections: usize::MAX,
+            ..ServiceConfig::default()
+        });
+        assert_eq!(limits.idle_timeout, LONGEST_TIMEOUT);
+        assert_eq!(limits.header_read_timeout, LONGEST_TIMEOUT);
+        assert_eq!(limits.max_connections, Semaphore::MAX_PERMITS);
+        // Deadlines of the longest timeout do not overflow, busy or idle.
+        let activity = Arc::new(Activity::new());
+        assert!(activity.idle_deadline(limits.idle_timeout) > Instant::now());
+        let busy = Busy::begin(&activity);
+        assert!(activity.idle_deadline(limits.idle_timeout) > Instant::now());
+        assert!(
+            !activity.is_idle(Duration::ZERO),
+            "a request is being handled"
+        );
+        drop(busy);
+        assert!(activity.is_idle(Duration::ZERO));
+        assert!(!activity.is_idle(limits.idle_timeout));
     }
 }

@@ -34,8 +34,10 @@ pub struct ServiceConfig {
     /// handled is closed (default 30 s): idle keep-alive connections, and clients that stop
     /// reading their answer.
     pub idle_timeout: Duration,
-    /// Most open connections (default 64). Further connections wait in the listen backlog,
-    /// using no descriptor of the service, until one closes.
+    /// Most open connections (default 64). A new connection beyond it closes the open one
+    /// that moved no byte for the longest time and handles no request; when all handle
+    /// requests, it waits (holding one more descriptor) and the connections behind it wait in
+    /// the listen backlog, holding none of the service's.
     pub max_connections: usize,
     /// Settings of the statistics.
     pub stats: StatsConfig,

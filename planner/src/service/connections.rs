@@ -1,28 +1,29 @@
-//! Connections of the service: an accept loop that keeps at most `max_connections` open, and
-//! per connection hyper's HTTP/1 server with a header-read timeout and an idle timeout.
+//! Connections of the service: an accept loop that keeps at most `max_connections` open
+//! (closing the longest idle one to make room), and per connection hyper's HTTP/1 server with
+//! a header-read timeout and an idle timeout.
 //! `axum::serve` has neither (it sets no timer), so 200 silent sockets could hold 200
 //! descriptors forever.
 
+mod activity;
+
+use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::net::TcpListener;
+use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 
 use super::config::ServiceConfig;
+use activity::{Activity, Busy, Tracked};
 
 /// The connection limits of [`ServiceConfig`].
 #[derive(Clone, Copy, Debug)]
@@ -46,9 +47,73 @@ impl Limits {
     }
 }
 
-/// Accepts connections while fewer than `max_connections` are open (the others wait in the
-/// listen backlog, holding no descriptor of ours), until `shutdown` completes; then asks every
-/// connection to finish its request and close, and waits for them.
+/// The open connections, so that one can be chosen and told to close when the cap is reached.
+#[derive(Debug, Default)]
+struct Open {
+    next_id: u64,
+    connections: HashMap<u64, (Arc<Activity>, Arc<Notify>)>,
+}
+
+impl Open {
+    fn lock(open: &Mutex<Open>) -> MutexGuard<'_, Open> {
+        // Entries are inserted and removed whole: a poisoned registry is consistent.
+        open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a connection; it is unregistered when the returned entry is dropped.
+    fn register(open: &Arc<Mutex<Open>>, activity: &Arc<Activity>) -> Registered {
+        let close = Arc::new(Notify::new());
+        let mut this = Open::lock(open);
+        let id = this.next_id;
+        this.next_id += 1;
+        this.connections
+            .insert(id, (Arc::clone(activity), Arc::clone(&close)));
+        Registered {
+            open: Arc::clone(open),
+            id,
+            close,
+        }
+    }
+
+    /// Tells the connection that moved no byte for the longest time and has no request being
+    /// handled to close; `false` when every connection is handling a request.
+    fn close_longest_idle(open: &Mutex<Open>) -> bool {
+        let mut this = Open::lock(open);
+        let victim = this
+            .connections
+            .iter()
+            .filter(|(_, (activity, _))| activity.is_between_requests())
+            .min_by_key(|(_, (activity, _))| activity.last())
+            .map(|(id, _)| *id);
+        match victim.and_then(|id| this.connections.remove(&id)) {
+            Some((_, close)) => {
+                close.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// A connection's entry in [`Open`], removed on drop.
+struct Registered {
+    open: Arc<Mutex<Open>>,
+    id: u64,
+    close: Arc<Notify>,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        Open::lock(&self.open).connections.remove(&self.id);
+    }
+}
+
+/// Accepts connections until `shutdown` completes, with at most `max_connections` open: when
+/// a new connection finds them all taken, the one that moved no byte for the longest time and
+/// handles no request is closed to make room (so silent sockets cannot lock clients out);
+/// when all handle requests, the new one waits (and the ones behind it wait in the listen
+/// backlog, holding no descriptor of ours). On shutdown every connection is asked to finish
+/// its request and close, and waited for.
 ///
 /// # Errors
 /// None so far: accept errors (such as running out of descriptors) are logged and retried.
@@ -59,16 +124,10 @@ pub(super) async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
+    let open = Arc::new(Mutex::new(Open::default()));
     let (stop, stopped) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
-        let slot = tokio::select! {
-            () = &mut shutdown => break,
-            slot = Arc::clone(&slots).acquire_owned() => match slot {
-                Ok(slot) => slot,
-                Err(_) => break,
-            },
-        };
         let (tcp, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -81,14 +140,35 @@ pub(super) async fn serve(
                 }
             },
         };
+        let slot = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if Open::close_longest_idle(&open) {
+                    tracing::debug!(%peer, "connection cap reached: closing the longest idle connection");
+                }
+                tokio::select! {
+                    () = &mut shutdown => break,
+                    slot = Arc::clone(&slots).acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
         // Small answers must not wait for Nagle's algorithm.
         let _ = tcp.set_nodelay(true);
+        let activity = Arc::new(Activity::new());
+        let registered = Open::register(&open, &activity);
         tokio::spawn(connection(
-            tcp,
+            Tracked::new(tcp, Arc::clone(&activity)),
             peer,
             router.clone(),
             limits,
-            stopped.clone(),
+            Watch {
+                activity,
+                registered,
+                stop: stopped.clone(),
+            },
             slot,
         ));
     }
@@ -100,22 +180,25 @@ pub(super) async fn serve(
     Ok(())
 }
 
-/// Serves one connection until the client closes it, a timeout closes it, or the service
-/// stops (after the request in progress).
+/// What ends a connection besides its client: its activity (idle timeout), its entry in the
+/// registry (closed to make room), and the service's stop.
+struct Watch {
+    activity: Arc<Activity>,
+    registered: Registered,
+    stop: watch::Receiver<bool>,
+}
+
+/// Serves one connection until the client closes it, a timeout closes it, it is closed to make
+/// room, or the service stops (after the request in progress).
 async fn connection(
-    tcp: TcpStream,
+    io: Tracked,
     peer: SocketAddr,
     router: Router,
     limits: Limits,
-    mut stop: watch::Receiver<bool>,
+    mut watch: Watch,
     _slot: OwnedSemaphorePermit,
 ) {
-    let activity = Arc::new(Activity::new());
-    let io = TokioIo::new(Tracked {
-        inner: tcp,
-        activity: Arc::clone(&activity),
-    });
-    let requests = Arc::clone(&activity);
+    let requests = Arc::clone(&watch.activity);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
         let busy = Busy::begin(&requests);
         let router = router.clone();
@@ -129,11 +212,12 @@ async fn connection(
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
-    let conn = builder.serve_connection(io, service);
+    let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
+    let close = Arc::clone(&watch.registered.close);
     let mut stopping = false;
     loop {
-        let deadline = activity.idle_deadline(limits.idle_timeout);
+        let deadline = watch.activity.idle_deadline(limits.idle_timeout);
         tokio::select! {
             result = conn.as_mut() => {
                 if let Err(error) = result {
@@ -141,12 +225,16 @@ async fn connection(
                 }
                 return;
             }
-            _ = stop.changed(), if !stopping => {
+            _ = watch.stop.changed(), if !stopping => {
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
             }
+            () = close.notified() => {
+                tracing::debug!(%peer, "closed to make room for a new connection");
+                return;
+            }
             () = tokio::time::sleep_until(deadline.into()) => {
-                if activity.is_idle(limits.idle_timeout) {
+                if watch.activity.is_idle(limits.idle_timeout) {
                     // Dropping the connection closes the socket, also when a client stopped
                     // reading its answer (a graceful shutdown would wait for that answer).
                     tracing::debug!(%peer, "closing an idle connection");
@@ -157,128 +245,10 @@ async fn connection(
     }
 }
 
-/// When a connection last moved a byte, and how many of its requests are being handled.
-#[derive(Debug)]
-struct Activity {
-    origin: Instant,
-    last_ms: AtomicU64,
-    in_flight: AtomicUsize,
-}
-
-impl Activity {
-    fn new() -> Activity {
-        Activity {
-            origin: Instant::now(),
-            last_ms: AtomicU64::new(0),
-            in_flight: AtomicUsize::new(0),
-        }
-    }
-
-    fn touch(&self) {
-        let ms = u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-
-    fn last(&self) -> Instant {
-        self.origin + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
-    }
-
-    /// When the connection would become idle: `idle` after the last byte, or `idle` from now
-    /// while a request is being handled.
-    fn idle_deadline(&self, idle: Duration) -> Instant {
-        if self.in_flight.load(Ordering::Relaxed) > 0 {
-            Instant::now() + idle
-        } else {
-            self.last() + idle
-        }
-    }
-
-    fn is_idle(&self, idle: Duration) -> bool {
-        self.in_flight.load(Ordering::Relaxed) == 0 && self.last().elapsed() >= idle
-    }
-}
-
-/// A request being handled; the connection is not idle meanwhile.
-struct Busy(Arc<Activity>);
-
-impl Busy {
-    fn begin(activity: &Arc<Activity>) -> Busy {
-        activity.in_flight.fetch_add(1, Ordering::Relaxed);
-        Busy(Arc::clone(activity))
-    }
-}
-
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.touch();
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// A socket that records when it last read or wrote a byte.
-struct Tracked {
-    inner: TcpStream,
-    activity: Arc<Activity>,
-}
-
-impl AsyncRead for Tracked {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = self.get_mut();
-        let before = buf.filled().len();
-        let result = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.activity.touch();
-        }
-        result
-    }
-}
-
-impl AsyncWrite for Tracked {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let result = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.touch();
-        }
-        result
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        let result = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
-        if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-            this.activity.touch();
-        }
-        result
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Instant;
+
     use super::*;
 
     #[test]

@@ -5,15 +5,16 @@
 //! producer, the ship strategy and the exchange (the result partition type, lower case). What it
 //! lacks is recovered as Flink does: FORWARD and RESCALE are POINTWISE, every other ship strategy
 //! (HASH, `HASH[keys]`, REBALANCE, SHUFFLE, BROADCAST, GLOBAL, CUSTOM, ...) is ALL_TO_ALL
-//! (Flink's `StreamingJobGraphGenerator`); every edge gets a data set of its own (the plan does
-//! not say when Flink shared one); max parallelism takes Flink's default; parallelism `-1`
-//! (decided at run time by the adaptive batch scheduler) takes a default.
+//! (Flink's `StreamingJobGraphGenerator`, see [`ShipStrategy`]); every edge
+//! gets a data set of its own (the plan does not say when Flink shared one); max parallelism
+//! takes Flink's default; parallelism `-1` (decided at run time by the adaptive batch
+//! scheduler) takes a default.
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
-use crate::{DistributionPattern, GraphError, ResultPartitionType};
+use crate::{GraphError, ResultPartitionType, ShipStrategy};
 
 /// Parallelism given to vertices whose plan parallelism is `-1`: 128, the default of Flink's
 /// `execution.batch.adaptive.auto-parallelism.max-parallelism`, i.e. the most Flink's adaptive
@@ -43,20 +44,6 @@ struct FlinkInput {
     id: String,
     ship_strategy: String,
     exchange: String,
-}
-
-/// Maps a Flink ship strategy (partitioner name) to its distribution pattern: FORWARD and
-/// RESCALE are POINTWISE, everything else ALL_TO_ALL. `HASH[keys]` counts as `HASH`.
-pub fn distribution_pattern_of(ship_strategy: &str) -> DistributionPattern {
-    let name = ship_strategy
-        .split_once('[')
-        .map_or(ship_strategy, |(name, _)| name)
-        .trim();
-    if name.eq_ignore_ascii_case("FORWARD") || name.eq_ignore_ascii_case("RESCALE") {
-        DistributionPattern::Pointwise
-    } else {
-        DistributionPattern::AllToAll
-    }
 }
 
 /// Whether the bytes look like a Flink plan: a JSON object with `nodes`, or with `plan` holding
@@ -133,7 +120,8 @@ pub fn import(bytes: &[u8], default_parallelism: u32) -> Result<JobGraphJson, Gr
             edges.push(JobEdgeJson {
                 source: input.id.clone(),
                 target: node.id.clone(),
-                distribution_pattern: distribution_pattern_of(&input.ship_strategy)
+                distribution_pattern: ShipStrategy::parse(&input.ship_strategy)
+                    .distribution_pattern()
                     .as_str()
                     .to_owned(),
                 result_partition_type: partition_type.as_str().to_owned(),
@@ -257,23 +245,6 @@ fn kind(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ship_strategies_map_to_patterns_as_flink() {
-        for (s, p) in [
-            ("FORWARD", DistributionPattern::Pointwise),
-            ("RESCALE", DistributionPattern::Pointwise),
-            ("HASH", DistributionPattern::AllToAll),
-            ("HASH[o_orderkey, o_custkey]", DistributionPattern::AllToAll),
-            ("REBALANCE", DistributionPattern::AllToAll),
-            ("SHUFFLE", DistributionPattern::AllToAll),
-            ("BROADCAST", DistributionPattern::AllToAll),
-            ("GLOBAL", DistributionPattern::AllToAll),
-            ("CUSTOM", DistributionPattern::AllToAll),
-        ] {
-            assert_eq!(distribution_pattern_of(s), p, "{s}");
-        }
-    }
 
     #[test]
     fn wrapped_and_bare_plans_import_alike() {

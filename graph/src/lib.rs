@@ -30,6 +30,7 @@ pub mod limits;
 pub mod load;
 mod partition_type;
 mod regions;
+mod ship_strategy;
 
 pub use error::GraphError;
 pub use execution_graph::{
@@ -49,3 +50,4 @@ pub use partition_type::{
 pub use regions::{
     LogicalPipelinedRegions, LogicalRegionIndex, PipelinedRegionIndex, PipelinedRegions,
 };
+pub use ship_strategy::ShipStrategy;

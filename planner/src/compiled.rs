@@ -11,7 +11,7 @@ use std::ops::Range;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::PlanError;
+use crate::error::PlanError;
 
 /// One state of a stateful ExecNode (`{"index": 0, "ttl": "0 ms", "name": "leftState"}`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -254,9 +254,29 @@ fn scan_ttl_spans(text: &str) -> Result<Vec<(usize, usize, Range<usize>)>, PlanE
         path: Vec::new(),
         found: Vec::new(),
     };
-    s.value()
-        .map_err(|at| PlanError::CompiledPlan(format!("unexpected input at byte {at}")))?;
+    s.value().map_err(|e| match e {
+        ScanError::Unexpected(at) => {
+            PlanError::CompiledPlan(format!("unexpected input at byte {at}"))
+        }
+        ScanError::DuplicateKey { key, offset } => PlanError::DuplicateKey { key, offset },
+    })?;
     Ok(s.found)
+}
+
+/// Why the scanner stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ScanError {
+    /// Input it did not expect, at this byte offset (serde_json accepted the text first, so
+    /// this is a bug).
+    Unexpected(usize),
+    /// The same key twice in one object; the offset of the second one's opening quote.
+    DuplicateKey { key: String, offset: usize },
+}
+
+impl From<usize> for ScanError {
+    fn from(at: usize) -> Self {
+        ScanError::Unexpected(at)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,8 +285,9 @@ enum Seg {
     Index(usize),
 }
 
-/// A JSON scanner that only tracks where it is. Runs after serde_json accepted the text (so
-/// depth is bounded by serde_json's recursion limit); errors carry the byte offset.
+/// A JSON scanner that only tracks where it is, and refuses duplicate keys (serde_json keeps
+/// the last silently). Runs after serde_json accepted the text (so depth is bounded by
+/// serde_json's recursion limit); errors carry the byte offset.
 struct Scanner<'a> {
     b: &'a [u8],
     pos: usize,
@@ -285,7 +306,7 @@ impl Scanner<'_> {
         self.b.get(self.pos).copied()
     }
 
-    fn value(&mut self) -> Result<(), usize> {
+    fn value(&mut self) -> Result<(), ScanError> {
         self.ws();
         match self.peek() {
             Some(b'{') => self.object(),
@@ -312,7 +333,7 @@ impl Scanner<'_> {
                 }
                 Ok(())
             }
-            None => Err(self.pos),
+            None => Err(ScanError::Unexpected(self.pos)),
         }
     }
 
@@ -337,15 +358,17 @@ impl Scanner<'_> {
         Err(self.pos)
     }
 
-    fn object(&mut self) -> Result<(), usize> {
+    fn object(&mut self) -> Result<(), ScanError> {
         self.pos += 1;
         self.ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
             return Ok(());
         }
+        let mut keys = std::collections::HashSet::new();
         loop {
             self.ws();
+            let key_start = self.pos;
             let raw = self.string()?;
             let raw_text = &self.b[raw];
             let key = if raw_text.contains(&b'\\') {
@@ -354,9 +377,15 @@ impl Scanner<'_> {
             } else {
                 String::from_utf8_lossy(raw_text).into_owned()
             };
+            if !keys.insert(key.clone()) {
+                return Err(ScanError::DuplicateKey {
+                    key,
+                    offset: key_start,
+                });
+            }
             self.ws();
             if self.peek() != Some(b':') {
-                return Err(self.pos);
+                return Err(self.pos.into());
             }
             self.pos += 1;
             self.path.push(Seg::Key(key));
@@ -369,12 +398,12 @@ impl Scanner<'_> {
                     self.pos += 1;
                     return Ok(());
                 }
-                _ => return Err(self.pos),
+                _ => return Err(self.pos.into()),
             }
         }
     }
 
-    fn array(&mut self) -> Result<(), usize> {
+    fn array(&mut self) -> Result<(), ScanError> {
         self.pos += 1;
         self.ws();
         if self.peek() == Some(b']') {
@@ -394,7 +423,7 @@ impl Scanner<'_> {
                     self.pos += 1;
                     return Ok(());
                 }
-                _ => return Err(self.pos),
+                _ => return Err(self.pos.into()),
             }
         }
     }

@@ -6,11 +6,10 @@
 //! plus the validation.
 
 use conflux_graph::json::{JobEdgeJson, JobGraphJson, JobVertexJson, OperatorJson};
-use conflux_graph::{default_max_parallelism, JobGraph};
+use conflux_graph::{default_max_parallelism, JobGraph, ShipStrategy};
 use serde::{Deserialize, Serialize};
 
-use crate::stats::{is_keyed_strategy, strategy_name};
-use crate::PlanError;
+use crate::error::PlanError;
 
 /// An edge named by its position in the plan's edge list, or by its endpoints (which must then
 /// be unique).
@@ -190,25 +189,25 @@ impl Edit {
                     )));
                 }
                 let e = &out.edges[i];
-                let current = match e.ship_strategy.as_deref() {
-                    Some(s) if is_keyed_strategy(s) => {
+                let current = match e.ship_strategy.as_deref().map(|s| (s, ShipStrategy::parse(s))) {
+                    Some((s, strategy)) if strategy.is_keyed() => {
                         return Err(refuse(format!(
                             "the edge is {s}, a keyed edge: records must stay hash-partitioned by key, or the consumer's keyed state and key grouping break"
                         )))
                     }
-                    Some(s) => strategy_name(s),
+                    Some((_, strategy)) => strategy,
                     None => {
                         return Err(refuse(
                             "the edge names no partitioner (ship_strategy); only a REBALANCE or RESCALE edge can be switched".to_owned(),
                         ))
                     }
                 };
-                if current != "REBALANCE" && current != "RESCALE" {
+                if !matches!(current, ShipStrategy::Rebalance | ShipStrategy::Rescale) {
                     return Err(refuse(format!(
                         "the edge is {current}; only REBALANCE and RESCALE edges can be switched ({current} has its own semantics)"
                     )));
                 }
-                if current == wanted {
+                if current.name() == wanted {
                     return Err(refuse(format!("the edge is already {wanted}")));
                 }
                 if let Some(ds) = &e.data_set {
@@ -411,13 +410,13 @@ fn chain_of(v: &JobVertexJson) -> Vec<OperatorJson> {
 fn chain(plan: &mut JobGraphJson, edge: &EdgeRef) -> Result<(), Why> {
     let i = edge_index(plan, edge)?;
     let e = plan.edges[i].clone();
-    let strategy = e.ship_strategy.as_deref().map(strategy_name);
+    let strategy = e.ship_strategy.as_deref().map(ShipStrategy::parse);
     if e.distribution_pattern != "pointwise"
-        || !matches!(strategy.as_deref(), None | Some("FORWARD"))
+        || !matches!(strategy, None | Some(ShipStrategy::Forward))
     {
         return Err(Why::Reason(format!(
             "the edge is {} ({}); only a FORWARD edge can be chained",
-            strategy.as_deref().unwrap_or("unnamed"),
+            strategy.as_ref().map_or("unnamed", ShipStrategy::name),
             e.distribution_pattern
         )));
     }

@@ -1,11 +1,12 @@
 //! The one error type of this crate.
 
+use conflux_deploy::DeployError;
 use conflux_graph::GraphError;
 use thiserror::Error;
 
 /// Why a plan could not be read, analysed or edited. Every variant names the offending item
 /// (vertex, edge, operator, state, version, node) so that a user can find it in the input.
-#[derive(Debug, Error, Clone, PartialEq, Eq)]
+#[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum PlanError {
     /// The plan is not a valid job graph (or Flink plan); the graph crate's error says where.
@@ -59,6 +60,16 @@ pub enum PlanError {
     /// A Flink compiled plan (FLIP-190) that is not valid JSON or lacks what is needed.
     #[error("compiled plan: {0}")]
     CompiledPlan(String),
+    /// A compiled plan with the same key twice in one object. JSON readers disagree on which
+    /// value counts (serde_json and Flink's Jackson take the last), so an edit could change a
+    /// value nobody reads; such a plan is refused.
+    #[error("compiled plan: duplicate key '{key}' at byte {offset}; JSON readers disagree on which value counts")]
+    DuplicateKey {
+        /// The key, unescaped.
+        key: String,
+        /// Byte offset (from 0) of the second occurrence's opening quote.
+        offset: usize,
+    },
     /// A duration in Flink's notation (`3600000 ms`, `1 h`, `1d`) that cannot be read.
     #[error("invalid duration '{text}': {reason}")]
     Duration {
@@ -67,13 +78,14 @@ pub enum PlanError {
         /// What is wrong with it.
         reason: String,
     },
-    /// Shuffle descriptors could not be serialised to measure them (a bug or a plan above the
-    /// wire format's limits).
-    #[error("descriptors of edge {edge}: {message}")]
+    /// Shuffle descriptors could not be built or serialised to measure them (a bug, or a plan
+    /// above the wire format's limits); the deployment crate's error is the source.
+    #[error("descriptors of edge {edge}: {source}")]
     Descriptors {
-        /// The edge, `a -> b`.
+        /// The edge, `index (a -> b)`.
         edge: String,
-        /// The deployment crate's message.
-        message: String,
+        /// Why, as `conflux-deploy` reports it.
+        #[source]
+        source: DeployError,
     },
 }

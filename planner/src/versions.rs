@@ -1,6 +1,7 @@
 //! Versioned plans and the diff of two versions.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use conflux_graph::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
 use conflux_graph::{DistributionPattern, JobGraph};
@@ -8,8 +9,8 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::edit::Edit;
+use crate::error::PlanError;
 use crate::stats::channels;
-use crate::PlanError;
 
 /// One version of a plan.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -20,9 +21,10 @@ pub struct Version {
     pub parent: Option<u32>,
     /// The edit that made it (`None` for the submitted plan).
     pub edit: Option<Edit>,
-    /// The plan.
+    /// The plan, shared so that readers (statistics, diffs, edits of the service) can use it
+    /// without holding a lock or copying it.
     #[serde(skip)]
-    pub plan: JobGraphJson,
+    pub plan: Arc<JobGraphJson>,
 }
 
 /// A plan and its versions: version 1 is the submitted plan, each accepted edit adds one.
@@ -44,7 +46,7 @@ impl VersionedPlan {
                 number: 1,
                 parent: None,
                 edit: None,
-                plan,
+                plan: Arc::new(plan),
             }],
         })
     }
@@ -86,14 +88,21 @@ impl VersionedPlan {
             None => self.latest(),
         };
         let plan = edit.apply(&base.plan)?;
+        let base = base.number;
+        Ok(self.push_applied(base, edit, plan))
+    }
+
+    /// Adds `plan`, which must be what [`Edit::apply`] of `edit` made of version `base`, as a
+    /// new version, and returns it. For the service, which applies edits outside its lock.
+    pub(crate) fn push_applied(&mut self, base: u32, edit: Edit, plan: JobGraphJson) -> &Version {
         let version = Version {
             number: self.latest().number + 1,
-            parent: Some(base.number),
+            parent: Some(base),
             edit: Some(edit),
-            plan,
+            plan: Arc::new(plan),
         };
         self.versions.push(version);
-        Ok(self.latest())
+        self.latest()
     }
 }
 

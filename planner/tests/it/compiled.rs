@@ -2,7 +2,7 @@
 //! compiled plan.
 
 use conflux_planner::compiled::parse_duration_ms;
-use conflux_planner::CompiledPlan;
+use conflux_planner::{CompiledPlan, PlanError};
 use serde_json::Value;
 
 use crate::flink_fixture;
@@ -156,4 +156,47 @@ fn bad_compiled_plans_are_named() {
         let e = CompiledPlan::parse(bytes).expect_err("bad").to_string();
         assert!(e.contains(fragment), "'{e}' lacks '{fragment}'");
     }
+}
+
+/// A state with two `ttl` keys: serde_json reads the last (`2 h`), the TTL edit rewrote the
+/// first, so `ttl --set` reported success and changed nothing anyone reads. Duplicate keys are
+/// now refused, naming the key and its byte offset.
+#[test]
+fn duplicate_keys_are_refused_with_key_and_offset() {
+    let text =
+        std::fs::read_to_string(flink_fixture("nexmark-q20.compiled-plan.json")).expect("fixture");
+    let first = "\"ttl\" : \"0 ms\",\n      \"name\" : \"leftState\"";
+    assert!(text.contains(first));
+    let dup = text.replacen(
+        first,
+        "\"ttl\" : \"0 ms\",\n      \"ttl\" : \"2 h\",\n      \"name\" : \"leftState\"",
+        1,
+    );
+    let offset = dup.find("\"ttl\" : \"2 h\"").expect("second key");
+    match CompiledPlan::parse(dup.as_bytes()) {
+        Err(PlanError::DuplicateKey { key, offset: at }) => {
+            assert_eq!((key.as_str(), at), ("ttl", offset));
+        }
+        Err(other) => panic!("another error: {other}"),
+        Ok(plan) => {
+            let edited = plan.with_ttl(11, "leftState", 3 * 3_600_000);
+            panic!(
+                "accepted; the edit reads back as {:?}",
+                edited.map(|p| p.stateful_operators()[0].states[0].ttl.clone())
+            );
+        }
+    }
+    let e = CompiledPlan::parse(dup.as_bytes())
+        .expect_err("duplicate")
+        .to_string();
+    assert_eq!(
+        e,
+        format!("compiled plan: duplicate key 'ttl' at byte {offset}; JSON readers disagree on which value counts")
+    );
+    // Anywhere in the document, escaped spellings included.
+    let e = CompiledPlan::parse(br#"{"nodes": [], "a": 1, "\u0061": 2}"#).expect_err("dup");
+    assert!(
+        matches!(e, PlanError::DuplicateKey { ref key, offset: 22 } if key == "a"),
+        "{e}"
+    );
 }

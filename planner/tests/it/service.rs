@@ -153,3 +153,397 @@ fn service_end_to_end() {
 fn service_binds_loopback_by_default() {
     assert!(ServiceConfig::default().address.ip().is_loopback());
 }
+
+/// Sends raw request bytes (reqwest would normalise the URL) and reads the whole answer; the
+/// service closes the connection after it (`Connection: close`). `None` when the connection
+/// drops without an answer.
+fn raw_request(addr: std::net::SocketAddr, request: &[u8]) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    stream.write_all(request).expect("write");
+    let mut answer = Vec::new();
+    match stream.read_to_end(&mut answer) {
+        Ok(_) if !answer.is_empty() => Some(String::from_utf8_lossy(&answer).into_owned()),
+        _ => None,
+    }
+}
+
+/// A malformed escape followed by a multi-byte character made the hand-written query parser
+/// slice inside the character and panic: the connection dropped with no answer.
+#[test]
+fn malformed_query_string_is_a_400_not_a_dropped_connection() {
+    let service = start(1 << 20);
+    let plan = br#"{"job_type": "streaming", "vertices": [{"id": "a", "parallelism": 2}]}"#;
+    let submit = format!(
+        "POST /plans HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        plan.len()
+    );
+    let answer = raw_request(service.addr(), &[submit.as_bytes(), plan].concat()).expect("answer");
+    assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+    for (target, parameter) in [
+        ("/plans/p1/stats?version=%a\u{e9}", "'version'"),
+        ("/plans/p1/regions?version=%\u{e9}", "'version'"),
+        ("/plans/p1/diff?from=1&to=%a\u{e9}", "'to'"),
+        ("/plans/p1/stats?version=1&version=1", "version"),
+    ] {
+        let request = format!("GET {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        let answer = raw_request(service.addr(), request.as_bytes())
+            .unwrap_or_else(|| panic!("{target}: the connection dropped without an answer"));
+        assert!(answer.starts_with("HTTP/1.1 400"), "{target}: {answer}");
+        let body = &answer[answer.find("\r\n\r\n").expect("head") + 4..];
+        let v: Value = serde_json::from_str(body).expect("JSON body");
+        assert_eq!(v["code"], "bad_query", "{target}: {v}");
+        let message = v["error"].as_str().expect("message");
+        assert!(message.contains(parameter), "{target}: {message}");
+    }
+}
+
+/// The events of every test of this binary, as `message field=value ...` lines.
+static EVENTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A subscriber that keeps events as text: enough to check what the service logs without a
+/// subscriber crate.
+struct Capture;
+
+struct Fields(String);
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!(" {}={value:?}", field.name()));
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut fields = Fields(format!("{}", event.metadata().level()));
+        event.record(&mut fields);
+        EVENTS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(fields.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Installs [`Capture`] as the global subscriber (once per test binary).
+fn capture_events() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| tracing::subscriber::set_global_default(Capture).expect("subscriber"));
+}
+
+/// The captured events that contain every one of `fragments`.
+fn events_with(fragments: &[&str]) -> Vec<String> {
+    EVENTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|e| fragments.iter().all(|f| e.contains(f)))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn every_request_is_logged_with_method_path_status_and_duration() {
+    capture_events();
+    let service = start(1 << 20);
+    let request =
+        "GET /plans/p404/stats?version=2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    let answer = raw_request(service.addr(), request.as_bytes()).expect("answer");
+    assert!(answer.starts_with("HTTP/1.1 404"), "{answer}");
+    let events = EVENTS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let line = events
+        .iter()
+        .find(|e| e.contains("path=/plans/p404/stats"))
+        .unwrap_or_else(|| panic!("no request event in {events:?}"));
+    assert!(line.starts_with("INFO message=request"), "{line}");
+    assert!(line.contains(" method=GET"), "{line}");
+    assert!(line.contains(" status=404"), "{line}");
+    assert!(line.contains(" duration_us="), "{line}");
+    // The query string is not logged.
+    assert!(!line.contains("version=2"), "{line}");
+}
+
+/// A streaming chain `v0 -> v1 -> ...` of `vertices` vertices at `parallelism`, all-to-all
+/// REBALANCE edges: job graph JSON of about 200 bytes per vertex.
+fn chain_plan(name: &str, vertices: usize, parallelism: u32) -> Vec<u8> {
+    let vs: Vec<Value> = (0..vertices)
+        .map(|i| json!({"id": format!("v{i}"), "parallelism": parallelism}))
+        .collect();
+    let es: Vec<Value> = (1..vertices)
+        .map(|i| {
+            json!({"source": format!("v{}", i - 1), "target": format!("v{i}"),
+                   "distribution_pattern": "all_to_all",
+                   "result_partition_type": "pipelined_bounded", "ship_strategy": "REBALANCE"})
+        })
+        .collect();
+    serde_json::to_vec(&json!({"name": name, "job_type": "streaming", "vertices": vs, "edges": es}))
+        .expect("json")
+}
+
+fn start_with(config: ServiceConfig) -> RunningService {
+    RunningService::start(ServiceConfig {
+        address: "127.0.0.1:0".parse().expect("addr"),
+        ..config
+    })
+    .expect("service starts")
+}
+
+/// `(status, body)` of one request on a fresh connection.
+fn request(addr: std::net::SocketAddr, method: &str, target: &str, body: &[u8]) -> (u16, Value) {
+    let head = format!(
+        "{method} {target} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let answer = raw_request(addr, &[head.as_bytes(), body].concat())
+        .unwrap_or_else(|| panic!("{method} {target}: no answer"));
+    let status = answer[9..12].parse().expect("status");
+    let body = &answer[answer.find("\r\n\r\n").expect("head") + 4..];
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+/// Stored plans and versions grew without bound. With a budget, the least recently used plan
+/// is evicted to make room, and a plan above the budget alone gets 507 naming it.
+#[test]
+fn plans_beyond_the_memory_budget_evict_the_least_recently_used() {
+    let service = start_with(ServiceConfig {
+        max_store_bytes: 160 << 10,
+        ..ServiceConfig::default()
+    });
+    let addr = service.addr();
+    // About 72 KiB each as stored: two fit in 160 KiB, not three.
+    let plan = chain_plan("budget", 150, 2);
+    for id in ["p1", "p2"] {
+        let (s, v) = request(addr, "POST", "/plans", &plan);
+        assert_eq!((s, v["id"].as_str()), (201, Some(id)), "{v}");
+    }
+    // p1 is used, so p2 is the least recently used when p3 needs room.
+    assert_eq!(request(addr, "GET", "/plans/p1", b"").0, 200);
+    let (s, v) = request(addr, "POST", "/plans", &plan);
+    assert_eq!((s, v["id"].as_str()), (201, Some("p3")), "{v}");
+    let (s, v) = request(addr, "GET", "/plans/p2", b"");
+    assert_eq!((s, v["code"].as_str()), (404, Some("unknown_plan")), "{v}");
+    assert_eq!(request(addr, "GET", "/plans/p1", b"").0, 200);
+    assert_eq!(request(addr, "GET", "/plans/p3", b"").0, 200);
+    // A version needs room too: the other plan goes.
+    let edit = br#"{"kind": "set_parallelism", "vertex": "v0", "parallelism": 3}"#;
+    let (s, v) = request(addr, "POST", "/plans/p3/edits", edit);
+    assert_eq!((s, v["version"].as_u64()), (201, Some(2)), "{v}");
+    assert_eq!(request(addr, "GET", "/plans/p1", b"").0, 404);
+    // A plan above the budget on its own.
+    let (s, v) = request(addr, "POST", "/plans", &chain_plan("huge", 600, 2));
+    assert_eq!(
+        (s, v["code"].as_str()),
+        (507, Some("over_memory_budget")),
+        "{v}"
+    );
+    let message = v["error"].as_str().expect("message");
+    assert!(
+        message.contains("163840 bytes (max_store_bytes)"),
+        "{message}"
+    );
+    let (s, v) = request(addr, "GET", "/plans", b"");
+    assert_eq!(
+        (s, v["plans"].as_array().map(Vec::len)),
+        (200, Some(1)),
+        "{v}"
+    );
+}
+
+/// Six concurrent statistics requests of one plan each expanded it (3.8 GB at parallelism
+/// 4,000,000 instead of 0.7 GB). Identical requests now share one computation.
+#[test]
+fn concurrent_identical_statistics_share_one_computation() {
+    capture_events();
+    let service = start_with(ServiceConfig {
+        max_concurrent_computations: 4,
+        ..ServiceConfig::default()
+    });
+    let addr = service.addr();
+    // Large enough that the requests overlap (tens of ms), small enough for a test.
+    let plan = chain_plan("share-one-computation", 3, 20_000);
+    let (s, v) = request(addr, "POST", "/plans", &plan);
+    assert_eq!(s, 201, "{v}");
+    let threads: Vec<_> = (0..6)
+        .map(|_| std::thread::spawn(move || request(addr, "GET", "/plans/p1/stats", b"")))
+        .collect();
+    for t in threads {
+        let (s, v) = t.join().expect("request");
+        assert_eq!(
+            (s, v["execution_vertices"].as_u64()),
+            (200, Some(60_000)),
+            "{v}"
+        );
+        assert_eq!(v["channels"], 800_000_000u64);
+    }
+    let computed = events_with(&["statistics computed", "name=share-one-computation"]);
+    assert_eq!(computed.len(), 1, "{computed:?}");
+}
+
+/// Reads until the peer closes the socket; how long that took, or `None` when it stayed open
+/// for `limit`.
+fn closed_within(
+    stream: &mut std::net::TcpStream,
+    limit: std::time::Duration,
+) -> Option<std::time::Duration> {
+    use std::io::Read;
+    let start = std::time::Instant::now();
+    stream.set_read_timeout(Some(limit)).expect("timeout");
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(start.elapsed()),
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Some(start.elapsed())
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Silent sockets were kept forever (no header or idle timeout): 200 of them exhausted a
+/// 128-descriptor limit and /health timed out. Now at most `max_connections` are open, a new
+/// connection closes the longest idle one to make room, and silent or slow clients are
+/// disconnected after their timeout anyway.
+#[test]
+fn silent_and_slow_clients_are_disconnected_and_connections_are_capped() {
+    use std::io::Write;
+    use std::time::{Duration, Instant};
+    let service = start_with(ServiceConfig {
+        header_read_timeout: Duration::from_secs(2),
+        idle_timeout: Duration::from_secs(2),
+        max_connections: 3,
+        ..ServiceConfig::default()
+    });
+    let addr = service.addr();
+    let start = Instant::now();
+    let mut silent: Vec<std::net::TcpStream> = (0..6)
+        .map(|_| std::net::TcpStream::connect(addr).expect("connect"))
+        .collect();
+    // A slow client: part of a request head, then nothing.
+    let mut slow = std::net::TcpStream::connect(addr).expect("connect");
+    slow.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        .expect("write");
+    // Each connection beyond the third closed the longest idle one: /health is answered at
+    // once, long before any timeout.
+    let (s, v) = request(addr, "GET", "/health", b"");
+    let answered = start.elapsed();
+    assert_eq!((s, v["status"].as_str()), (200, Some("ok")));
+    assert!(
+        answered < Duration::from_secs(1),
+        "answered after {answered:?}"
+    );
+    // Five silent sockets made room; three connections (the last silent one, the slow one
+    // and /health's) were open at most.
+    for (i, stream) in silent[..5].iter_mut().enumerate() {
+        assert!(
+            closed_within(stream, Duration::from_millis(500)).is_some(),
+            "silent socket {i} was not closed to make room"
+        );
+    }
+    assert!(
+        start.elapsed() < Duration::from_millis(1500),
+        "{:?}",
+        start.elapsed()
+    );
+    // The newest silent socket and the slow client are closed by their timeouts.
+    assert!(
+        closed_within(&mut silent[5], Duration::from_secs(8)).is_some(),
+        "silent socket 5 still open"
+    );
+    assert!(
+        closed_within(&mut slow, Duration::from_secs(8)).is_some(),
+        "slow client still open"
+    );
+    let timed_out = start.elapsed();
+    assert!(
+        timed_out >= Duration::from_millis(1800),
+        "closed after {timed_out:?}"
+    );
+    // A keep-alive connection that goes quiet after its answer is closed as well.
+    let mut kept = std::net::TcpStream::connect(addr).expect("connect");
+    kept.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .expect("write");
+    let idle = closed_within(&mut kept, Duration::from_secs(8)).expect("idle keep-alive closed");
+    assert!(idle >= Duration::from_millis(1800), "closed after {idle:?}");
+}
+
+/// 38 concurrent edits of large plans ran on the async workers under the store's lock, and
+/// /health took 14.9 s. Expensive work now runs on blocking threads, bounded, and /health
+/// stays fast.
+#[test]
+fn health_stays_fast_while_expensive_requests_run() {
+    use std::time::{Duration, Instant};
+    let service = start_with(ServiceConfig {
+        max_concurrent_computations: 2,
+        ..ServiceConfig::default()
+    });
+    let addr = service.addr();
+    // 10,000 vertices: each edit copies and validates about 5 MB of plan.
+    let plan = chain_plan("load", 10_000, 4);
+    assert_eq!(request(addr, "POST", "/plans", &plan).0, 201);
+    assert_eq!(request(addr, "POST", "/plans", &plan).0, 201);
+    let load: Vec<_> = (0..16u32)
+        .map(|i| {
+            std::thread::spawn(move || {
+                let edit = format!(
+                    r#"{{"kind": "set_parallelism", "vertex": "v{}", "parallelism": {}}}"#,
+                    i % 50,
+                    5 + i
+                );
+                let id = 1 + i % 2;
+                let (s, v) = request(
+                    addr,
+                    "POST",
+                    &format!("/plans/p{id}/edits"),
+                    edit.as_bytes(),
+                );
+                assert_eq!(s, 201, "{v}");
+                let version = v["version"].as_u64().expect("version");
+                let (s, _) = request(
+                    addr,
+                    "GET",
+                    &format!("/plans/p{id}/versions/{version}"),
+                    b"",
+                );
+                assert_eq!(s, 200);
+            })
+        })
+        .collect();
+    let mut slowest = Duration::ZERO;
+    let mut answered = 0;
+    while load.iter().any(|t| !t.is_finished()) {
+        let start = Instant::now();
+        let (s, _) = request(addr, "GET", "/health", b"");
+        assert_eq!(s, 200);
+        slowest = slowest.max(start.elapsed());
+        answered += 1;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for t in load {
+        t.join().expect("load");
+    }
+    assert!(
+        answered >= 3,
+        "only {answered} health checks ran under load"
+    );
+    eprintln!("{answered} health checks under load, the slowest took {slowest:?}");
+    assert!(
+        slowest < Duration::from_millis(100),
+        "/health took {slowest:?} under load"
+    );
+    let (s, v) = request(addr, "GET", "/plans/p1/versions", b"");
+    assert_eq!((s, v["versions"].as_array().map(Vec::len)), (200, Some(9)));
+}

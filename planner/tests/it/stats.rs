@@ -193,7 +193,13 @@ fn stateful_suggestions() {
         ["state_without_ttl", "stateful_operator_without_uid"]
     );
     assert_eq!(s.stateful_operators, 1);
-    let _ = Edit::SetStateTtl {
+    assert_eq!(
+        s.suggestions[0].message,
+        "vertex 'dedup', operator 'dedup': state 'seen' has no TTL and grows with its keys in a streaming job; a TTL (set_state_ttl) bounds it"
+    );
+    // The TTL edit the suggestion names sets the TTL, and the suggestion goes away; the
+    // missing uid is still reported.
+    let edited = Edit::SetStateTtl {
         vertex: "dedup".into(),
         operator: "dedup".into(),
         state: "seen".into(),
@@ -201,4 +207,17 @@ fn stateful_suggestions() {
     }
     .apply(&json)
     .expect("ttl edit");
+    assert_eq!(
+        edited.vertices[1].operators[0].state[0].ttl_ms,
+        Some(3_600_000)
+    );
+    assert_eq!(json.vertices[1].operators[0].state[0].ttl_ms, None);
+    let after = PlanStats::compute(&edited, &StatsConfig::default()).expect("stats");
+    let kinds: Vec<&str> = after.suggestions.iter().map(|x| x.kind.as_str()).collect();
+    assert_eq!(kinds, ["stateful_operator_without_uid"]);
+    assert_eq!(
+        after.suggestions[0].message,
+        "vertex 'dedup', operator 'dedup': has state but no uid; its state maps to the next version only while the topology keeps its shape"
+    );
+    assert_eq!((after.channels, after.stateful_operators), (4, 1));
 }

@@ -1,0 +1,223 @@
+//! Plan endpoints: submit, list, versions, edits, diff and compatibility of two versions.
+//! Parsing, edits, diffs, analyses and whole-plan answers run as computations (see
+//! [`AppState::compute`]); the store's lock is only held to look up and add.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use conflux_graph::json::JobGraphJson;
+use conflux_graph::load::{self, LoadOptions};
+use serde_json::{json, Value};
+
+use super::api_error::{bytes_response, json_response, to_bytes, ApiError, ApiResult};
+use super::query::{EditQuery, LoadQuery, RangeQuery};
+use super::state::{release, AppState};
+use super::store::plan_heap_bytes;
+use crate::compat::{self, CompatOptions};
+use crate::edit::Edit;
+use crate::error::PlanError;
+use crate::versions::{diff, total_channels, VersionedPlan};
+
+/// A plan from job graph JSON or a Flink plan.
+pub(super) fn parse_plan(bytes: &[u8], options: &LoadOptions) -> Result<JobGraphJson, ApiError> {
+    let (json, _) = load::parse(bytes, options).map_err(PlanError::from)?;
+    Ok(json)
+}
+
+/// `POST /plans`.
+pub(super) async fn submit(
+    State(state): State<Arc<AppState>>,
+    query: Result<Query<LoadQuery>, QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body?;
+    let Query(query) = query?;
+    let options = query.options()?;
+    let (plan, bytes) = state
+        .compute("reading the plan", move || {
+            let json = parse_plan(&body, &options)?;
+            let bytes = plan_heap_bytes(&json);
+            Ok::<_, ApiError>((VersionedPlan::new(json)?, bytes))
+        })
+        .await??;
+    let name = plan.latest().plan.name.clone();
+    let id = state.next_id();
+    let evicted = state.store().insert(id.clone(), plan, bytes)?;
+    release(evicted);
+    json_response(
+        StatusCode::CREATED,
+        &json!({ "id": id, "name": name, "version": 1 }),
+    )
+}
+
+/// `GET /plans`.
+pub(super) async fn list_plans(State(state): State<Arc<AppState>>) -> ApiResult {
+    let mut list: Vec<Value> = state
+        .store()
+        .iter()
+        .map(|(id, s)| {
+            json!({
+                "id": id,
+                "name": s.plan.latest().plan.name,
+                "versions": s.plan.latest().number,
+            })
+        })
+        .collect();
+    list.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    json_response(StatusCode::OK, &json!({ "plans": list }))
+}
+
+/// `GET /plans/{id}`.
+pub(super) async fn plan_summary(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let mut store = state.store();
+    let s = store.get(&id)?;
+    let latest = s.plan.latest();
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "id": id,
+            "name": latest.plan.name,
+            "latest": latest.number,
+            "versions": s.plan.versions(),
+        }),
+    )
+}
+
+/// `GET /plans/{id}/versions`.
+pub(super) async fn list_versions(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let mut store = state.store();
+    let s = store.get(&id)?;
+    json_response(StatusCode::OK, &json!({ "versions": s.plan.versions() }))
+}
+
+fn version_number(text: &str) -> Result<u32, ApiError> {
+    text.parse().map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_version",
+            format!("version '{text}' is not a whole number"),
+        )
+    })
+}
+
+/// `GET /plans/{id}/versions/{version}`.
+pub(super) async fn get_version(
+    State(state): State<Arc<AppState>>,
+    Path((id, version)): Path<(String, String)>,
+) -> ApiResult {
+    let number = version_number(&version)?;
+    let (_, plan) = state.store().version(&id, Some(number))?;
+    let body = state
+        .compute("writing the plan", move || to_bytes(&*plan))
+        .await??;
+    Ok(bytes_response(StatusCode::OK, body))
+}
+
+/// `POST /plans/{id}/edits`.
+pub(super) async fn apply_edit(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    query: Result<Query<EditQuery>, QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> ApiResult {
+    let body = body?;
+    let Query(query) = query?;
+    let edit: Edit = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_edit",
+            format!("invalid edit: {e}"),
+        )
+    })?;
+    let base = query.base()?;
+    let edits = Arc::clone(&state.store().get(&id)?.edits);
+    // Edits of one plan apply in turn, so that an edit without base sees the version the
+    // previous one made; waiting here blocks no worker.
+    let _turn = edits.lock().await;
+    let (base, plan) = state.store().version(&id, base)?;
+    let applied = edit.clone();
+    let (plan, bytes, channels) = state
+        .compute("the edit", move || {
+            let edited = applied.apply(&plan)?;
+            let (bytes, channels) = (plan_heap_bytes(&edited), total_channels(&edited));
+            Ok::<_, ApiError>((edited, bytes, channels))
+        })
+        .await??;
+    let (answer, evicted) = {
+        let mut store = state.store();
+        let (v, evicted) = store.add_version(&id, base, edit, plan, bytes)?;
+        let answer = json!({
+            "id": id,
+            "version": v.number,
+            "parent": v.parent,
+            "edit": v.edit,
+            "channels": channels,
+        });
+        (answer, evicted)
+    };
+    release(evicted);
+    json_response(StatusCode::CREATED, &answer)
+}
+
+/// The plans of versions `from` and `to` (defaults: see [`RangeQuery::range`]).
+fn two_versions(
+    state: &AppState,
+    id: &str,
+    query: &RangeQuery,
+) -> Result<(u32, Arc<JobGraphJson>, u32, Arc<JobGraphJson>), ApiError> {
+    let mut store = state.store();
+    let s = store.get(id)?;
+    let (from, to) = query.range(s.plan.latest().number)?;
+    Ok((
+        from,
+        Arc::clone(&s.plan.get(from)?.plan),
+        to,
+        Arc::clone(&s.plan.get(to)?.plan),
+    ))
+}
+
+/// `GET /plans/{id}/diff`.
+pub(super) async fn diff_versions(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    query: Result<Query<RangeQuery>, QueryRejection>,
+) -> ApiResult {
+    let Query(query) = query?;
+    let (from, old, to, new) = two_versions(&state, &id, &query)?;
+    let body = state
+        .compute("the diff", move || {
+            to_bytes(&json!({ "from": from, "to": to, "diff": diff(&old, &new) }))
+        })
+        .await??;
+    Ok(bytes_response(StatusCode::OK, body))
+}
+
+/// `GET /plans/{id}/compat`.
+pub(super) async fn compat_versions(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    query: Result<Query<RangeQuery>, QueryRejection>,
+) -> ApiResult {
+    let Query(query) = query?;
+    let (from, old, to, new) = two_versions(&state, &id, &query)?;
+    let options = CompatOptions {
+        allow_non_restored_state: query.allow_non_restored_state(),
+        ..CompatOptions::default()
+    };
+    let body = state
+        .compute("the compatibility analysis", move || {
+            let report = compat::analyze(&old, &new, &options)?;
+            to_bytes(&json!({ "from": from, "to": to, "report": report }))
+        })
+        .await??;
+    Ok(bytes_response(StatusCode::OK, body))
+}

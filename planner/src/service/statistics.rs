@@ -1,0 +1,101 @@
+//! Statistics endpoints: `GET /plans/{id}/stats` and `/regions`, computed once per version as
+//! a computation (see [`AppState::compute`]) and served from the cache afterwards; concurrent
+//! requests for the same version share that one computation.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use conflux_graph::json::JobGraphJson;
+use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
+use serde_json::{json, Value};
+
+use super::api_error::{bytes_response, to_bytes, ApiError, ApiResult};
+use super::query::VersionQuery;
+use super::state::{release, AppState};
+use super::store::Cached;
+use crate::error::PlanError;
+use crate::stats::{PlanStats, StatsConfig};
+
+/// Statistics and regions of a plan: O(V + E + N), see [`PlanStats::compute`].
+fn compute_cached(plan: &JobGraphJson, config: &StatsConfig) -> Result<Cached, ApiError> {
+    let job = JobGraph::from_json(plan).map_err(PlanError::from)?;
+    let graph = ExecutionGraph::build(job).map_err(PlanError::from)?;
+    let regions = PipelinedRegions::compute(&graph).map_err(PlanError::from)?;
+    let stats = PlanStats::of_graph(&graph, &regions, config)?;
+    let mut histogram: BTreeMap<u32, u64> = BTreeMap::new();
+    for size in regions.sizes() {
+        *histogram.entry(size).or_insert(0) += 1;
+    }
+    let sizes: Vec<Value> = histogram
+        .iter()
+        .map(|(size, count)| json!({"size": size, "count": count}))
+        .collect();
+    let regions_json = json!({
+        "count": stats.regions.count,
+        "largest": stats.regions.largest,
+        "logical": stats.regions.logical,
+        "sizes": sizes,
+    });
+    Ok(Cached {
+        stats: to_bytes(&stats)?,
+        regions: to_bytes(&regions_json)?,
+    })
+}
+
+/// The statistics of a version (default: the latest): from the cache, or computed once by the
+/// first request while identical requests wait for it.
+async fn cached(
+    state: &Arc<AppState>,
+    id: &str,
+    version: Option<u32>,
+) -> Result<Arc<Cached>, ApiError> {
+    let (cell, number, plan) = {
+        let mut store = state.store();
+        let (number, plan) = store.version(id, version)?;
+        (store.stats_cell(id, number)?, number, plan)
+    };
+    let name = plan.name.clone();
+    let cached = cell
+        .get_or_try_init(|| async {
+            let config = state.config.stats;
+            let computed = state
+                .compute("statistics", move || compute_cached(&plan, &config))
+                .await??;
+            tracing::info!(
+                plan = %id,
+                version = number,
+                name = %name,
+                bytes = computed.stats.len() + computed.regions.len(),
+                "statistics computed"
+            );
+            release(state.store().charge_stats(id, number, &computed));
+            Ok::<_, ApiError>(Arc::new(computed))
+        })
+        .await?;
+    Ok(Arc::clone(cached))
+}
+
+/// `GET /plans/{id}/stats`.
+pub(super) async fn stats(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    query: Result<Query<VersionQuery>, QueryRejection>,
+) -> ApiResult {
+    let Query(query) = query?;
+    let c = cached(&state, &id, query.version()?).await?;
+    Ok(bytes_response(StatusCode::OK, c.stats.clone()))
+}
+
+/// `GET /plans/{id}/regions`.
+pub(super) async fn regions(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    query: Result<Query<VersionQuery>, QueryRejection>,
+) -> ApiResult {
+    let Query(query) = query?;
+    let c = cached(&state, &id, query.version()?).await?;
+    Ok(bytes_response(StatusCode::OK, c.regions.clone()))
+}

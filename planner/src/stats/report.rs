@@ -1,0 +1,130 @@
+//! The statistics report: what [`PlanStats::compute`](super::PlanStats::compute) returns and
+//! the service serves as JSON.
+
+use serde::Serialize;
+
+use super::buffers::{BufferModel, Buffers};
+use super::descriptors::DescriptorStats;
+use crate::edit::Edit;
+
+/// Statistics of one plan. `channels` is the total of logical connections (`U x D` per ALL_TO_ALL edge,
+/// `max(U, D)` per POINTWISE edge, see [`channels`](super::channels())).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlanStats {
+    /// The job's name.
+    pub name: String,
+    /// `streaming` or `batch`.
+    pub job_type: String,
+    /// Job vertices.
+    pub job_vertices: usize,
+    /// Job edges.
+    pub job_edges: usize,
+    /// Execution vertices (subtasks).
+    pub execution_vertices: u64,
+    /// Total logical connections over all edges.
+    pub channels: u64,
+    /// Network buffers.
+    pub network: NetworkStats,
+    /// Pipelined regions.
+    pub regions: RegionStats,
+    /// Shuffle descriptors and their offload.
+    pub descriptors: DescriptorStats,
+    /// Heap bytes of the execution graph and its regions (self-accounted).
+    pub topology_bytes: usize,
+    /// Operators with state, and their states.
+    pub stateful_operators: usize,
+    /// Per job edge, in the plan's edge order.
+    pub edges: Vec<EdgeStats>,
+    /// What could be cheaper, with the edit that does it where there is one.
+    pub suggestions: Vec<Suggestion>,
+}
+
+/// Network buffers of the whole plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NetworkStats {
+    /// The model used.
+    pub model: BufferModel,
+    /// Input gate buffers.
+    pub input: Buffers,
+    /// Result partition buffers.
+    pub output: Buffers,
+    /// Input and output buffers.
+    pub total: Buffers,
+    /// `total.target` in bytes.
+    pub bytes: u64,
+    /// `total.required` in bytes.
+    pub required_bytes: u64,
+}
+
+/// Pipelined regions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct RegionStats {
+    /// Scheduling (execution) regions.
+    pub count: usize,
+    /// Execution vertices of the largest region.
+    pub largest: u32,
+    /// Logical regions (over job vertices).
+    pub logical: usize,
+}
+
+/// Statistics of one job edge.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EdgeStats {
+    /// Position in the plan's edge list.
+    pub index: usize,
+    /// Producing vertex.
+    pub source: String,
+    /// Consuming vertex.
+    pub target: String,
+    /// The partitioner, when the plan names it.
+    pub ship_strategy: Option<String>,
+    /// `pointwise` or `all_to_all`.
+    pub distribution_pattern: String,
+    /// The result partition type.
+    pub result_partition_type: String,
+    /// `U`.
+    pub producer_parallelism: u32,
+    /// `D`.
+    pub consumer_parallelism: u32,
+    /// Logical connections.
+    pub channels: u64,
+    /// Input gate buffers (one gate per consumer subtask).
+    pub input_buffers: Buffers,
+    /// Result partition buffers (zero when an earlier edge of the same data set counted them).
+    pub output_buffers: Buffers,
+    /// Target input and output buffers in bytes.
+    pub buffer_bytes: u64,
+    /// Descriptors of this edge's groups.
+    pub descriptors: DescriptorStats,
+}
+
+/// A suggestion: what could be cheaper or safer, its effect, and the edit that applies it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Suggestion {
+    /// `rebalance_to_rescale`, `gate_above_required`, `state_without_ttl` or
+    /// `stateful_operator_without_uid`.
+    pub kind: String,
+    /// For people.
+    pub message: String,
+    /// The effect in numbers, where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<Effect>,
+    /// The edit that applies the suggestion, where one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit: Option<Edit>,
+}
+
+/// The effect of a suggested edit on one edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Effect {
+    /// Channels now.
+    pub channels_before: u64,
+    /// Channels after the edit.
+    pub channels_after: u64,
+    /// Target buffer bytes now.
+    pub buffer_bytes_before: u64,
+    /// Target buffer bytes after the edit.
+    pub buffer_bytes_after: u64,
+    /// The difference.
+    pub buffer_bytes_saved: u64,
+}

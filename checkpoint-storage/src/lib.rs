@@ -1,5 +1,4 @@
-//! `conflux-checkpoint`: checkpoint storage for Conflux, a supporting module the runtime embeds
-//! (issue 5).
+//! `conflux-checkpoint`: checkpoint storage for Conflux, a supporting module the runtime embeds.
 //!
 //! Large jobs checkpoint tens of thousands of small state files (RocksDB SST files of
 //! incremental checkpoints). This crate writes them as segments of merged physical files

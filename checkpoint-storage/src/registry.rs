@@ -298,8 +298,7 @@ impl JobCheckpoints {
 
     /// After a job-manager failover: the retained checkpoints recovered from the (HA) store and
     /// a registry rebuilt from them. They are the job's own checkpoints, so they are claimed
-    /// (the inferred pitfall of reference §2.4: recovering them in NO_CLAIM would protect their
-    /// files forever). Pending checkpoints are lost; their uploads are orphans for the sweep.
+    /// (recovering them in NO_CLAIM would protect their files forever). Pending checkpoints are lost; their uploads are orphans for the sweep.
     pub fn recover(retained: Vec<CompletedCheckpoint>, max_retained: usize) -> JobCheckpoints {
         let mut jc = JobCheckpoints::new(max_retained);
         let mut retained = retained;

@@ -1,4 +1,4 @@
-//! The synthetic stateful job behind `conflux checkpoint-sim` (issue 5): N subtasks, each with
+//! The synthetic stateful job behind `conflux checkpoint-sim`: N subtasks, each with
 //! a RocksDB-like local database (SST flushes and compaction churn, an append-only MANIFEST that
 //! rolls, CURRENT, OPTIONS, an info LOG), checkpointed K times with concurrent checkpoints,
 //! aborts and job-manager failovers, once with file merging and once without, on the same

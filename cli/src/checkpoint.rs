@@ -1,4 +1,4 @@
-//! `conflux checkpoint-sim` and `conflux local-dirs` (issue 5): the checkpoint-storage crate
+//! `conflux checkpoint-sim` and `conflux local-dirs`: the checkpoint-storage crate
 //! (`conflux-checkpoint`) seen from the command line.
 
 use std::io::{BufRead, BufReader, Write};
@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::{Failure, Format};
 
-/// Options of `conflux checkpoint-sim`. The defaults are issue 5's case: 1,000 small state
+/// Options of `conflux checkpoint-sim`. The defaults are the small-file case file merging targets: 1,000 small state
 /// files per checkpoint x 100 checkpoints.
 #[derive(clap::Args)]
 pub(crate) struct CheckpointSimArgs {

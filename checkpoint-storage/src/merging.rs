@@ -7,8 +7,9 @@
 //! - **One writer per physical file.** A file is leased to one checkpoint of one subtask and
 //!   scope until that checkpoint's snapshot finishes; in the default *within-boundary* mode it is
 //!   then closed for good, so segments of two checkpoints never share a file; in the
-//!   *across-boundary* mode an unfilled file goes back to the subtask's pool and a later
-//!   checkpoint appends to it, one at a time.
+//!   *across-boundary* mode an unfilled file goes back to the subtask's pool once its
+//!   checkpoint completes with no later one in flight, and a later checkpoint appends to it, one
+//!   at a time; a pooled file that loses too many segments is sealed for space control.
 //! - **Durability before acknowledgement.** Object stores cannot append, so a physical file is
 //!   buffered while open and PUT when its checkpoint's snapshot finishes (or when it fills up).
 //!   In across-boundary mode a re-used file is PUT again with a longer content whose prefix is
@@ -31,17 +32,18 @@
 //!   files from reuse (Flink's FLINK-32088).
 //!
 //! Map: `manager` holds the state and naming; `write` appends and syncs segments;
-//! `lifecycle` handles complete / abort / subsume and physical deletion; `reuse` and
-//! `restore` decide what later checkpoints may reference; `stats` measures space and
-//! `compaction` controls it; `files` defines the per-file and per-segment records and
-//! `config` the options. The submodules depend on `manager` and `files`, never on each
-//! other's items.
+//! `lifecycle` handles complete / abort / subsume and physical deletion; `pool` parks, pools
+//! and seals across-boundary files; `reuse` and `restore` decide what later checkpoints may
+//! reference; `stats` measures space and `compaction` controls it; `files` defines the
+//! per-file and per-segment records and `config` the options. Each submodule adds methods to
+//! the one manager type and imports only `manager`, `files` and `config`: no module cycles.
 
 mod compaction;
 mod config;
 mod files;
 mod lifecycle;
 mod manager;
+mod pool;
 mod restore;
 mod reuse;
 mod stats;

@@ -27,9 +27,11 @@ pub struct SpaceControlReport {
 
 impl FileMergingSnapshotManager {
     /// Enforces the space-amplification limit. When physical bytes exceed
-    /// `limit x live logical bytes`, closed owned files whose own amplification exceeds the
-    /// limit are taken by most waste first, until the projected total is within the limit; they
-    /// are compacted (their segments that the latest confirmed or a pending checkpoint uses are
+    /// `limit x live logical bytes`, owned files not being written whose own amplification
+    /// exceeds the limit are taken by most waste first, until the projected total is within the
+    /// limit. An idle file of the across-boundary pool among them is sealed first (closed, out
+    /// of the pool): appending to it would keep its dead bytes until it fills up. They are
+    /// compacted (their segments that the latest confirmed or a pending checkpoint uses are
     /// copied to new files, and [`Self::try_reuse`] hands out the copies from the next
     /// checkpoint on) or excluded from reuse, per [`FileMergingConfig::space_control`](super::FileMergingConfig::space_control). O(files +
     /// bytes copied). Meant to run in the background between checkpoints.
@@ -39,30 +41,23 @@ impl FileMergingSnapshotManager {
     /// so far stay usable.
     pub async fn control_space(&mut self) -> Result<SpaceControlReport> {
         let stats = self.space_stats();
-        let limit = self.config.max_space_amplification;
         let mut report = SpaceControlReport {
             amplification_before: stats.amplification(),
             ..SpaceControlReport::default()
         };
-        // Compaction aims at half the allowed overhead: the waste one checkpoint's churn adds
-        // before the next run then stays within the limit. Exclusion acts at the limit, as
-        // Flink's space control does.
-        let target = match self.config.space_control {
-            SpaceControl::Compaction => 1.0 + (limit - 1.0) / 2.0,
-            SpaceControl::ExcludeFromReuse => limit,
+        let Some(target) = self.space_target() else {
+            return Ok(report);
         };
-        if !self.config.enabled
-            || limit < 1.0
-            || (stats.physical_bytes as f64) <= stats.logical_bytes as f64 * target
-        {
+        if (stats.physical_bytes as f64) <= stats.logical_bytes as f64 * target {
             return Ok(report);
         }
         let goal = stats.logical_bytes as f64 * target;
         let mut candidates: Vec<(u64, Path)> = self
             .files
             .iter()
-            .filter(|(_, f)| {
-                f.closed
+            .filter(|(p, f)| {
+                // Closed, or idle in the across-boundary pool (not leased nor parked).
+                (f.closed || (f.lease.is_none() && self.is_idle(p)))
                     && f.owned
                     && f.lease.is_none()
                     && f.reuse_allowed
@@ -83,6 +78,7 @@ impl FileMergingSnapshotManager {
             chosen.push(path);
         }
         report.files_selected = chosen.len() as u64;
+        let sealed = self.seal_idle_files(&chosen);
         match self.config.space_control {
             SpaceControl::ExcludeFromReuse => {
                 for path in &chosen {
@@ -97,7 +93,26 @@ impl FileMergingSnapshotManager {
                 report.bytes_copied = bytes;
             }
         }
+        // A sealed file whose segments had all died goes now.
+        self.delete_unused(sealed).await?;
         Ok(report)
+    }
+
+    /// The amplification space control aims at (physical / live bytes, overall and per file
+    /// selected); `None` when merging or space control is off.
+    pub(super) fn space_target(&self) -> Option<f64> {
+        let limit = self.config.max_space_amplification;
+        if !self.config.enabled || limit < 1.0 {
+            return None;
+        }
+        // Compaction aims at a third of the allowed overhead: the waste one checkpoint's churn
+        // adds before the next run, and the originals that a checkpoint pending during the run
+        // keeps alive one completion longer, then stay within the limit. Exclusion acts at the
+        // limit, as Flink's space control does.
+        Some(match self.config.space_control {
+            SpaceControl::Compaction => 1.0 + (limit - 1.0) / 3.0,
+            SpaceControl::ExcludeFromReuse => limit,
+        })
     }
 
     /// Copies the reusable live segments of `paths` into new files, one output stream per

@@ -20,6 +20,7 @@ impl FileMergingSnapshotManager {
             .or_insert(checkpoint);
         *c = (*c).max(checkpoint);
         self.max_seen = self.max_seen.max(checkpoint);
+        self.release_parked(subtask, checkpoint);
     }
 
     /// `checkpoint` was aborted: its in-flight uploads are cancelled, files it was writing are
@@ -53,7 +54,9 @@ impl FileMergingSnapshotManager {
                 self.storage.delete(&path).await?;
             }
         }
+        touched.extend(self.seal_parked(subtask, |c| c == checkpoint));
         touched.extend(self.discard(subtask, checkpoint, false, |c| c == checkpoint));
+        self.seal_wasteful_idle_files(&touched);
         self.delete_unused(touched).await
     }
 
@@ -69,7 +72,9 @@ impl FileMergingSnapshotManager {
         checkpoint: CheckpointId,
     ) -> Result<()> {
         self.canceller.finish_up_to(checkpoint);
-        let touched = self.discard(subtask, checkpoint, true, |c| c <= checkpoint);
+        let mut touched = self.seal_parked(subtask, |c| c <= checkpoint);
+        touched.extend(self.discard(subtask, checkpoint, true, |c| c <= checkpoint));
+        self.seal_wasteful_idle_files(&touched);
         self.delete_unused(touched).await
     }
 

@@ -35,6 +35,9 @@ pub struct FileMergingSnapshotManager {
     pub(super) leases: BTreeMap<(CheckpointId, PoolKey), Path>,
     /// Across-boundary mode: open files waiting for a later checkpoint.
     pub(super) idle: BTreeMap<PoolKey, Vec<Path>>,
+    /// Across-boundary mode: open files whose snapshot finished, waiting for that checkpoint's
+    /// completion before they join the pool.
+    pub(super) parked: BTreeMap<(CheckpointId, PoolKey), Path>,
     /// Without merging: objects of snapshots not yet finished (deleted here on abort).
     pub(super) unfinished: BTreeMap<(SubtaskKey, CheckpointId), Vec<Path>>,
     pub(super) canceller: Canceller,
@@ -67,6 +70,7 @@ impl FileMergingSnapshotManager {
             uploaded: BTreeMap::new(),
             leases: BTreeMap::new(),
             idle: BTreeMap::new(),
+            parked: BTreeMap::new(),
             unfinished: BTreeMap::new(),
             canceller: Canceller::new(),
             remap: HashMap::new(),

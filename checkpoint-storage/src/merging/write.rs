@@ -185,7 +185,8 @@ impl FileMergingSnapshotManager {
     }
 
     /// Finishes `subtask`'s snapshot of `checkpoint`: every file it wrote is made durable, then
-    /// closed (within-boundary, or full) or returned to the pool (across-boundary). After this
+    /// closed (within-boundary, or full) or parked until the checkpoint completes
+    /// (across-boundary; see [`Self::notify_checkpoint_complete`]). After this
     /// the handles may be acknowledged. Returns the files closed.
     ///
     /// # Errors
@@ -214,29 +215,11 @@ impl FileMergingSnapshotManager {
                 closed.push(path.clone());
             } else if let Some(file) = self.files.get_mut(&path) {
                 file.lease = None;
-                self.idle.entry(pool).or_default().push(path.clone());
+                self.parked.insert((checkpoint, pool), path.clone());
             }
         }
         self.unfinished.remove(&(subtask.clone(), checkpoint));
         self.delete_unused(closed.iter().cloned().collect()).await?;
         Ok(closed)
-    }
-
-    /// Closes the idle files of the across-boundary pool (e.g. when the job stops) and deletes
-    /// those without live segments.
-    ///
-    /// # Errors
-    /// [`CheckpointError::Store`] when a DELETE fails.
-    pub async fn close_idle_files(&mut self) -> Result<()> {
-        let idle = std::mem::take(&mut self.idle);
-        let mut touched = BTreeSet::new();
-        for path in idle.into_values().flatten() {
-            if let Some(file) = self.files.get_mut(&path) {
-                file.buffer = None;
-                file.closed = true;
-                touched.insert(path);
-            }
-        }
-        self.delete_unused(touched).await
     }
 }

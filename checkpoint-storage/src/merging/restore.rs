@@ -25,7 +25,8 @@ impl FileMergingSnapshotManager {
         mode: RestoreMode,
     ) -> Result<()> {
         self.max_seen = self.max_seen.max(checkpoint);
-        if mode == RestoreMode::Claim {
+        // CLAIM and LEGACY: the restored checkpoint is the base later checkpoints reuse from.
+        if mode != RestoreMode::NoClaim {
             let c = self
                 .last_confirmed
                 .entry(subtask.clone())
@@ -69,7 +70,7 @@ impl FileMergingSnapshotManager {
                         closed: true,
                         owned: mode == RestoreMode::Claim && managed,
                         // NO_CLAIM: the first checkpoint must not reference the snapshot.
-                        reuse_allowed: mode == RestoreMode::Claim,
+                        reuse_allowed: mode != RestoreMode::NoClaim,
                         compacted: false,
                         lease: None,
                     },

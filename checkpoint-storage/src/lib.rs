@@ -1,5 +1,4 @@
-//! `conflux-checkpoint`: checkpoint storage for Conflux, a supporting module the runtime embeds
-//! (issue 5).
+//! `conflux-checkpoint`: checkpoint storage for Conflux, a supporting module the runtime embeds.
 //!
 //! Large jobs checkpoint tens of thousands of small state files (RocksDB SST files of
 //! incremental checkpoints). This crate writes them as segments of merged physical files
@@ -22,6 +21,8 @@
 //! - [`local_dirs`]: [`LocalDirAllocator`] with random, round-robin, host-wide round-robin,
 //!   least-loaded and weighted placement.
 //! - [`sim`]: the synthetic job behind `conflux checkpoint-sim`.
+//! - [`script`]: the scenario replay behind `conflux checkpoint-sim --script`: scripted events
+//!   against [`JobCheckpoints`] and the upload tracker, the objects alive after each one.
 //!
 //! **Invariant: an object reachable from a retained checkpoint, or from an acknowledged upload
 //! of a pending checkpoint, is never deleted.** Every upstream bug cited in the modules
@@ -33,6 +34,7 @@ pub mod handle;
 pub mod local_dirs;
 pub mod merging;
 pub mod registry;
+pub mod script;
 pub mod sim;
 pub mod storage;
 pub mod sweep;

@@ -33,6 +33,10 @@ pub enum RestoreMode {
     /// The snapshot is never registered nor deleted; the first checkpoint does not reference it
     /// (Flink's default since 1.15, FLIP-193).
     NoClaim,
+    /// The snapshot is never deleted, but later checkpoints may reference its files, which are
+    /// registered for that (Flink's deprecated `LEGACY` mode): they then depend on files the job
+    /// does not own.
+    Legacy,
 }
 
 /// One registered piece of shared state.
@@ -150,20 +154,23 @@ impl SharedStateRegistry {
 
     /// Registers the shared state of a restored checkpoint. In [`RestoreMode::NoClaim`] nothing
     /// is registered and files created up to the checkpoint are protected from deletion for
-    /// good.
+    /// good; [`RestoreMode::Legacy`] registers them (later checkpoints may reference them) and
+    /// protects them too, as Flink's `SharedStateRegistryImpl.registerAllAfterRestored` does
+    /// for every mode but CLAIM.
     pub fn register_all_after_restored(
         &mut self,
         checkpoint: &CompletedCheckpoint,
         mode: RestoreMode,
     ) {
+        if mode != RestoreMode::Claim {
+            self.highest_not_claimed = Some(
+                self.highest_not_claimed
+                    .map_or(checkpoint.id, |h| h.max(checkpoint.id)),
+            );
+        }
         match mode {
-            RestoreMode::NoClaim => {
-                self.highest_not_claimed = Some(
-                    self.highest_not_claimed
-                        .map_or(checkpoint.id, |h| h.max(checkpoint.id)),
-                );
-            }
-            RestoreMode::Claim => {
+            RestoreMode::NoClaim => {}
+            RestoreMode::Claim | RestoreMode::Legacy => {
                 for handle in checkpoint.shared_handles() {
                     let key = handle.key();
                     let entry = self.entries.entry(key).or_insert_with(|| Entry {
@@ -298,8 +305,7 @@ impl JobCheckpoints {
 
     /// After a job-manager failover: the retained checkpoints recovered from the (HA) store and
     /// a registry rebuilt from them. They are the job's own checkpoints, so they are claimed
-    /// (the inferred pitfall of reference §2.4: recovering them in NO_CLAIM would protect their
-    /// files forever). Pending checkpoints are lost; their uploads are orphans for the sweep.
+    /// (recovering them in NO_CLAIM would protect their files forever). Pending checkpoints are lost; their uploads are orphans for the sweep.
     pub fn recover(retained: Vec<CompletedCheckpoint>, max_retained: usize) -> JobCheckpoints {
         let mut jc = JobCheckpoints::new(max_retained);
         let mut retained = retained;
@@ -318,7 +324,8 @@ impl JobCheckpoints {
 
     /// Starts the job from an external snapshot (a savepoint or another job's checkpoint) in
     /// `mode`. In CLAIM mode the snapshot becomes the first retained checkpoint; in NO_CLAIM it
-    /// is only remembered as protected, and later checkpoints must not reference it.
+    /// is only remembered as protected, and later checkpoints must not reference it; in LEGACY
+    /// it is protected and registered, so later checkpoints may reference it.
     pub fn restore_initial(&mut self, snapshot: &CompletedCheckpoint, mode: RestoreMode) {
         self.registry.register_all_after_restored(snapshot, mode);
         if mode == RestoreMode::Claim {
@@ -328,6 +335,18 @@ impl JobCheckpoints {
             self.highest_triggered
                 .map_or(snapshot.id, |h| h.max(snapshot.id)),
         );
+    }
+
+    /// Re-applies, after [`Self::recover`], the protection of a snapshot the job was started
+    /// from in NO_CLAIM or LEGACY mode: files created up to `snapshot` are never deleted. The
+    /// recovered checkpoints themselves stay claimed.
+    pub fn protect_restored(&mut self, snapshot: CheckpointId) {
+        let marker = CompletedCheckpoint {
+            id: snapshot,
+            subtasks: BTreeMap::new(),
+        };
+        self.registry
+            .register_all_after_restored(&marker, RestoreMode::NoClaim);
     }
 
     /// Triggers checkpoint `id`, expecting acknowledgements from `subtasks`.

@@ -1,4 +1,4 @@
-//! The synthetic stateful job behind `conflux checkpoint-sim` (issue 5): N subtasks, each with
+//! The synthetic stateful job behind `conflux checkpoint-sim`: N subtasks, each with
 //! a RocksDB-like local database (SST flushes and compaction churn, an append-only MANIFEST that
 //! rolls, CURRENT, OPTIONS, an info LOG), checkpointed K times with concurrent checkpoints,
 //! aborts and job-manager failovers, once with file merging and once without, on the same
@@ -681,12 +681,20 @@ impl<'a> Sim<'a> {
                 self.steady.push(a);
             }
             // Background compaction: its copies are used from the next checkpoint on.
-            for m in self.managers.iter_mut().filter(|_| compact) {
-                let r = m.control_space().await?;
-                if r.bytes_copied > 0 {
-                    self.report.compactions += 1;
-                    self.report.compaction_bytes += r.bytes_copied;
-                }
+            if compact {
+                self.control_space().await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One background space-control run of every manager.
+    async fn control_space(&mut self) -> Result<()> {
+        for m in &mut self.managers {
+            let r = m.control_space().await?;
+            if r.bytes_copied > 0 {
+                self.report.compactions += 1;
+                self.report.compaction_bytes += r.bytes_copied;
             }
         }
         Ok(())
@@ -758,6 +766,11 @@ impl<'a> Sim<'a> {
                 }
             }
             self.dbs[i].reopen();
+        }
+        if self.merging.enabled {
+            // The restored files carry the waste the old managers were draining: control it
+            // before the next checkpoint plans its reuse.
+            self.control_space().await?;
         }
         self.verify_restores().await?;
         self.sweep().await

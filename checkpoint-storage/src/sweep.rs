@@ -19,8 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use object_store::path::Path;
 
 use crate::error::Result;
-use crate::handle::CheckpointId;
-use crate::merging::created_at_or_after;
+use crate::handle::{created_by, CheckpointId};
 use crate::storage::CheckpointStorage;
 
 /// What must survive a sweep, collected after the listing.
@@ -87,4 +86,9 @@ pub async fn sweep_orphans(
         report.deleted.push(path.to_string());
     }
     Ok(report)
+}
+
+/// Whether `path` was created by a checkpoint at or after `watermark` (by its name).
+fn created_at_or_after(path: &Path, watermark: CheckpointId) -> bool {
+    created_by(path).is_some_and(|c| c >= watermark)
 }

@@ -1,4 +1,4 @@
-//! `conflux checkpoint-sim` and `conflux local-dirs` (issue 5): the checkpoint-storage crate
+//! `conflux checkpoint-sim` and `conflux local-dirs`: the checkpoint-storage crate
 //! (`conflux-checkpoint`) seen from the command line.
 
 use std::io::{BufRead, BufReader, Write};
@@ -15,8 +15,10 @@ use serde_json::{json, Value};
 
 use crate::{Failure, Format};
 
-/// Options of `conflux checkpoint-sim`. The defaults are issue 5's case: 1,000 small state
-/// files per checkpoint x 100 checkpoints.
+mod script;
+
+/// Options of `conflux checkpoint-sim`. The defaults are the small-file case file merging
+/// targets: 1,000 small state files per checkpoint x 100 checkpoints.
 #[derive(clap::Args)]
 pub(crate) struct CheckpointSimArgs {
     /// Subtasks of the stateful operator (each with its own database and manager).
@@ -81,6 +83,11 @@ pub(crate) struct CheckpointSimArgs {
     memory: bool,
     #[command(flatten)]
     s3: crate::s3::S3Args,
+    /// Replay this scripted scenario (JSON) against the job manager's registry, completed
+    /// checkpoint store and upload plan instead of simulating a job; prints the objects alive
+    /// after each event. The simulation options are then ignored.
+    #[arg(long, value_name = "FILE")]
+    script: Option<PathBuf>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
@@ -153,6 +160,9 @@ fn check_rate(name: &str, rate: f64) -> Result<(), Failure> {
 }
 
 pub(crate) fn run_sim(args: &CheckpointSimArgs) -> Result<(), Failure> {
+    if let Some(path) = &args.script {
+        return script::run(path, args.format);
+    }
     check_rate("--overlap-rate", args.overlap_rate)?;
     check_rate("--abort-rate", args.abort_rate)?;
     if args.min_file_bytes > args.max_file_bytes {

@@ -1,4 +1,4 @@
-//! Event-sequence scenarios with the exact objects expected alive and deleted (issue 5).
+//! Event-sequence scenarios with the exact objects expected alive and deleted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,7 +13,7 @@ use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::throttle::{ThrottleConfig, ThrottledStore};
 
-use crate::common::{cp, handle_of, merged, path_of, set, subtask, Harness};
+use crate::common::{cp, handle_of, merged, path_of, set, size_of, subtask, Harness};
 
 /// FLINK-29913: two concurrent checkpoints upload the same local file; keyed by physical
 /// identity, completing the second deletes exactly the first's copy.
@@ -67,6 +67,11 @@ async fn reuse_of_a_confirmed_file_after_a_later_reupload() {
             path_of(&s2, "00001.sst"),
             path_of(&s3, "00001.sst"),
         );
+        assert_eq!(
+            h.objects().await,
+            set(&[&x, &y, &z]),
+            "three uploads of one local file, all alive while cp2 and cp3 are pending"
+        );
         h.complete(2).await;
         assert_eq!(
             h.objects().await,
@@ -76,7 +81,6 @@ async fn reuse_of_a_confirmed_file_after_a_later_reupload() {
         h.complete(3).await;
         assert_eq!(h.objects().await, set(&[&z]));
         h.check_restores().await;
-        let _ = x;
     }
 }
 
@@ -195,6 +199,11 @@ async fn double_discard_of_a_logical_file() {
     h.complete(1).await;
     let p1 = path_of(&s1, "a.sst");
     let s2 = h.checkpoint(2, &["a.sst"]).await;
+    assert_eq!(
+        handle_of(&s2, "a.sst"),
+        handle_of(&s1, "a.sst"),
+        "cp2 reuses cp1's segment of a.sst"
+    );
     h.complete(2).await;
     let s = subtask();
     for _ in 0..3 {
@@ -209,20 +218,39 @@ async fn double_discard_of_a_logical_file() {
     }
     let stats = h.manager.space_stats();
     assert_eq!(
-        (stats.physical_files, stats.logical_files),
-        (1, 1),
+        (
+            stats.physical_files,
+            stats.logical_files,
+            stats.logical_bytes
+        ),
+        (1, 1, size_of("a.sst")),
         "{stats:?}"
     );
     assert_eq!(h.objects().await, set(&[&p1]));
     h.check_restores().await;
-    h.checkpoint(3, &["c.sst"]).await;
+    let s3 = h.checkpoint(3, &["c.sst"]).await;
     h.complete(3).await;
     h.manager
         .notify_checkpoint_subsumed(&s, cp(2))
         .await
         .unwrap();
-    assert!(!h.objects().await.contains(&p1));
-    let _ = s2;
+    let p3 = path_of(&s3, "c.sst");
+    assert_ne!(p3, p1);
+    assert_eq!(
+        h.objects().await,
+        set(&[&p3]),
+        "a.sst's file goes once cp2, its last user, is subsumed"
+    );
+    let stats = h.manager.space_stats();
+    assert_eq!(
+        (
+            stats.physical_files,
+            stats.logical_files,
+            stats.logical_bytes
+        ),
+        (1, 1, size_of("c.sst")),
+        "{stats:?}"
+    );
 }
 
 /// A physical file stays while a reused segment in it is live, and goes with its last one.

@@ -65,11 +65,6 @@ fn scan_of_a_missing_directory_names_it() {
 #[tokio::test]
 async fn manifest_as_appended_ranges() {
     let mut h = Harness::new(merged(true));
-    let grow = |n: u64| LocalFile {
-        name: "MANIFEST-000001".to_owned(),
-        size: n,
-    };
-    let _ = grow;
     // The harness sizes files by name; drive the tracker directly for the MANIFEST.
     let snapshot = |len: u64| LocalSnapshot {
         files: vec![LocalFile {

@@ -35,15 +35,7 @@ struct Bench {
 }
 
 fn content(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state.to_le_bytes()[0]
-        })
-        .collect()
+    conflux_common::SplitMix64::new(seed).bytes(len)
 }
 
 fn setup() -> Bench {

@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use conflux_common::{Fnv1a64, SplitMix64};
 use rustix::fs::{flock, FlockOperation};
 
 use crate::error::{CheckpointError, Result};
@@ -186,7 +187,7 @@ pub struct LocalDirAllocator {
     min_free_bytes: u64,
     list_hash: u64,
     counter: AtomicU64,
-    rng: Mutex<u64>,
+    rng: Mutex<SplitMix64>,
 }
 
 impl LocalDirAllocator {
@@ -244,8 +245,8 @@ impl LocalDirAllocator {
             .unwrap_or_else(|| disks[0].join(DEFAULT_LOCK_FILE));
         let list_hash = fnv(disks.iter().map(|d| d.to_string_lossy().into_owned()));
         let seed = config.seed.unwrap_or_else(clock_seed);
-        let mut rng = seed;
-        let start = splitmix(&mut rng);
+        let mut rng = SplitMix64::new(seed);
+        let start = rng.next_u64();
         Ok(LocalDirAllocator {
             disks,
             weights: config.weights.as_ref().map(|_| weights),
@@ -276,8 +277,8 @@ impl LocalDirAllocator {
     }
 
     fn random(&self) -> u64 {
-        let mut state = self.rng.lock().unwrap_or_else(|e| e.into_inner());
-        splitmix(&mut state)
+        let mut rng = self.rng.lock().unwrap_or_else(|e| e.into_inner());
+        rng.next_u64()
     }
 
     /// Creates a unique directory for `name` on a disk chosen by the strategy and locks its
@@ -507,23 +508,13 @@ fn index(x: u64, n: u64) -> usize {
     usize::try_from(x % n.max(1)).unwrap_or(0)
 }
 
-/// SplitMix64: a small, well-mixed generator for picks (quality far beyond what placement
-/// needs, and no dependency).
-fn splitmix(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
+/// FNV-1a over the items, each followed by a zero byte (so `["ab", "c"]` and `["a", "bc"]`
+/// differ).
 fn fnv(items: impl Iterator<Item = String>) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = Fnv1a64::new();
     for item in items {
-        for b in item.bytes().chain(std::iter::once(0)) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
+        h.write_bytes(item.as_bytes());
+        h.write_bytes(&[0]);
     }
-    h
+    h.digest()
 }

@@ -256,39 +256,7 @@ pub async fn run_mode(config: &SimConfig, merged: bool) -> Result<ModeReport> {
 }
 
 /// SplitMix64, seeded: every random choice of the simulation.
-#[derive(Clone, Debug)]
-pub struct SimRng(u64);
-
-impl SimRng {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> SimRng {
-        SimRng(seed)
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in `range` (empty ranges give the start).
-    pub fn range(&mut self, range: Range<u64>) -> u64 {
-        let span = range.end.saturating_sub(range.start);
-        if span == 0 {
-            range.start
-        } else {
-            range.start + self.next_u64() % span
-        }
-    }
-}
+pub type SimRng = conflux_common::SplitMix64;
 
 /// Deterministic content: byte `i` of stream `seed`, generated in 8-byte blocks so any prefix
 /// of a stream is the stream's prefix (the MANIFEST grows by appending).
@@ -308,12 +276,11 @@ pub fn content(seed: u64, range: Range<u64>) -> Vec<u8> {
 }
 
 fn name_seed(subtask: u32, name: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ u64::from(subtask);
-    for b in name.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
+    let mut h = conflux_common::Fnv1a64::with_state(
+        conflux_common::Fnv1a64::OFFSET_BASIS ^ u64::from(subtask),
+    );
+    h.write_bytes(name.as_bytes());
+    h.digest()
 }
 
 /// A RocksDB-like local database: what a checkpoint snapshots.

@@ -27,11 +27,6 @@ pub fn mib(bytes: u64) -> String {
     }
 }
 
-/// Bytes as fractional MiB (for figures with a fixed number of decimals).
-pub fn mib_f64(bytes: u64) -> f64 {
-    bytes as f64 / MIB as f64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,6 +47,5 @@ mod tests {
         assert_eq!(mib(5 * MIB + MIB / 4), "5.3 MiB");
         assert_eq!(mib(10 * MIB), "10 MiB");
         assert_eq!(mib(1024 * MIB), "1,024 MiB");
-        assert_eq!(mib_f64(3 * MIB / 2), 1.5);
     }
 }

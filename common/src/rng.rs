@@ -60,6 +60,17 @@ impl SplitMix64 {
         (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 
+    /// `len` pseudo-random bytes (the little-endian bytes of successive draws), for test data.
+    pub fn bytes(&mut self, len: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(len);
+        while out.len() < len {
+            let word = self.next_u64().to_le_bytes();
+            let take = (len - out.len()).min(word.len());
+            out.extend_from_slice(&word[..take]);
+        }
+        out
+    }
+
     /// True with probability `p` (never for `p <= 0`, always for `p >= 1`). Draws one value
     /// whatever `p` is, except for `p <= 0`, which draws none.
     pub fn chance(&mut self, p: f64) -> bool {
@@ -94,6 +105,9 @@ mod tests {
         assert_eq!(r.range(4..4), 4);
         assert_eq!(r.between(9, 2), 9);
         assert!(!r.chance(0.0));
+        let bytes = SplitMix64::new(0).bytes(11);
+        assert_eq!(bytes.len(), 11);
+        assert_eq!(bytes[..8], 0xe220_a839_7b1d_cdaf_u64.to_le_bytes());
         assert!(r.chance(1.0));
     }
 }

@@ -15,7 +15,6 @@ mod channels;
 mod descriptors;
 mod report;
 mod suggestions;
-mod units;
 
 use conflux_deploy::{ConsumptionPolicy, OffloadRule};
 use conflux_graph::json::JobGraphJson;
@@ -23,9 +22,9 @@ use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
 
 pub use buffers::{BufferModel, Buffers, DEFAULT_SEGMENT_SIZE};
 pub use channels::channels;
+pub use conflux_common::format::{group_digits as thousands, mib};
 pub use descriptors::{describe_offload_rule, DescriptorStats};
 pub use report::{EdgeStats, Effect, NetworkStats, PlanStats, RegionStats, Suggestion};
-pub use units::{mib, thousands};
 
 use crate::error::PlanError;
 use descriptors::edge_descriptors;

@@ -25,9 +25,7 @@ pub(crate) fn size_of(name: &str) -> u64 {
 }
 
 pub(crate) fn seed_of(name: &str) -> u64 {
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+    conflux_common::Fnv1a64::hash_bytes(name.as_bytes())
 }
 
 pub(crate) fn bytes_of(name: &str) -> Vec<u8> {

@@ -2,6 +2,7 @@
 //! that both say the same, and written as it is rendered (the lists of a large job run to
 //! hundreds of megabytes).
 
+pub(crate) use conflux_common::format::group_digits;
 use std::io::Write;
 
 use serde_json::Value;
@@ -144,17 +145,4 @@ pub(crate) fn render(r: &Value, lists: Lists<'_>, w: &mut dyn Write) -> std::io:
         }
     }
     Ok(())
-}
-
-/// `1234567` -> `1,234,567`.
-pub(crate) fn group_digits(x: u64) -> String {
-    let digits = x.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }

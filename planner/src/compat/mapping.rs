@@ -56,7 +56,7 @@ fn auto_ids(job: &JobGraph) -> Vec<Vec<u64>> {
         let n = v.operators.len().max(1);
         let mut chain = Vec::with_capacity(n);
         for k in 0..n {
-            let mut h = mix(0xcbf2_9ce4_8422_2325, position);
+            let mut h = mix(conflux_common::Fnv1a64::OFFSET_BASIS, position);
             position += 1;
             h = mix(h, u64::from(k + 1 < n));
             if k == 0 {

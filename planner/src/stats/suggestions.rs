@@ -6,8 +6,8 @@ use conflux_graph::{DistributionPattern, JobEdge, JobGraph, JobType, JobVertex, 
 use super::buffers::{is_pipelined, BufferModel};
 use super::channels::channels;
 use super::report::{EdgeStats, Effect, Suggestion};
-use super::units::{mib, thousands};
 use crate::edit::{EdgeRef, Edit};
+use conflux_common::format::{group_digits as thousands, mib};
 
 /// Suggestions for a plan whose edge statistics are `edges` (in the plan's edge order): per
 /// edge, then per operator. O(V + E + operators).

@@ -2,7 +2,7 @@
 //! [`BlobError`] to status codes.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
@@ -39,7 +39,28 @@ pub(super) fn router(core: Core) -> Router {
         .merge(blobs)
         // Uploads are streamed and capped by `max_blob_bytes` in `put_stream`.
         .layer(DefaultBodyLimit::disable())
+        .layer(middleware::from_fn(log_request))
         .with_state(core)
+}
+
+/// Logs every request once answered: method, path, status and the time to the answer's head
+/// in ms (a download's body may still be streaming), at `debug` level: the simulator makes
+/// thousands of requests. Failures are also logged by [`error_response`], server errors at
+/// `error`.
+async fn log_request(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+    tracing::debug!(
+        method = %method,
+        path = %path,
+        status = response.status().as_u16(),
+        duration_ms,
+        "blob request"
+    );
+    response
 }
 
 /// The HTTP status of an error.

@@ -11,6 +11,7 @@ mod common;
 mod concurrency;
 mod corruption;
 mod limits;
+mod logging;
 mod refcount;
 mod restart;
 mod roundtrip;

@@ -13,10 +13,12 @@ use axum::routing::{delete, get, put};
 use axum::Router;
 use bytes::Bytes;
 use futures_util::StreamExt;
+use tokio_util::io::ReaderStream;
 
 use crate::protocol::{LIMIT_HEADER, REFERENCES_HEADER};
 use crate::{BlobError, BlobKey, BlobKind, JobId};
 
+use super::download::Download;
 use super::state::ServerCore;
 
 /// At most this much of a rejected upload is read (and discarded) so that the client gets to
@@ -24,6 +26,9 @@ use super::state::ServerCore;
 const DRAIN_BYTES: u64 = 8 << 20;
 /// And for at most this long.
 const DRAIN_TIME: Duration = Duration::from_secs(2);
+
+/// Bytes read from a blob file per step of a download: the memory a download holds.
+const STREAM_BUFFER: usize = 64 << 10;
 
 type Core = Arc<ServerCore>;
 
@@ -125,10 +130,26 @@ async fn get_blob(State(core): State<Core>, Path(key): Path<String>) -> Response
         Ok(key) => key,
         Err(e) => return error_response(&e),
     };
-    match core.get(&key).await {
-        Ok(bytes) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
-        Err(e) => error_response(&e),
-    }
+    let mut response = match core.open(&key).await {
+        Ok(Download::File { file, len }) => {
+            // Bounded memory per connection: at most one buffer of the file at a time, and
+            // nothing read ahead while the client does not take it.
+            let stream =
+                ReaderStream::with_capacity(tokio::fs::File::from_std(file), STREAM_BUFFER);
+            let mut response = Body::from_stream(stream).into_response();
+            response
+                .headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+            response
+        }
+        Ok(Download::Bytes(bytes)) => bytes.into_response(),
+        Err(e) => return error_response(&e),
+    };
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    response
 }
 
 async fn delete_blob(State(core): State<Core>, Path(key): Path<String>) -> Response {

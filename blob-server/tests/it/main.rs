@@ -17,4 +17,5 @@ mod restart;
 mod roundtrip;
 mod s3;
 mod store;
+mod streaming;
 mod transient;

@@ -75,6 +75,8 @@ fn status_of(error: &BlobError) -> StatusCode {
         BlobError::InvalidKey(_) => StatusCode::BAD_REQUEST,
         BlobError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         BlobError::Unauthorized => StatusCode::UNAUTHORIZED,
+        BlobError::BadUpload { .. } => StatusCode::BAD_REQUEST,
+        BlobError::UploadStalled { .. } => StatusCode::REQUEST_TIMEOUT,
         BlobError::Remote(_) | BlobError::Transport { .. } => StatusCode::BAD_GATEWAY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
@@ -87,7 +89,7 @@ fn error_response(error: &BlobError) -> Response {
     } else {
         tracing::debug!(error = %error, "blob request rejected");
     }
-    let mut response = (status, format!("{error}\n")).into_response();
+    let mut response = (status, format!("{}\n", public_message(error))).into_response();
     let headers = response.headers_mut();
     match error {
         BlobError::TooLarge { limit, .. } => {
@@ -99,6 +101,26 @@ fn error_response(error: &BlobError) -> Response {
         _ => {}
     }
     response
+}
+
+/// The body of an error answer: the message of errors about the request, which name only
+/// keys, jobs and sizes; a generic text for failures of the server itself, whose messages name
+/// its files and stores (those go to the server's log only).
+fn public_message(error: &BlobError) -> String {
+    match error {
+        BlobError::NotFound(_)
+        | BlobError::InvalidKey(_)
+        | BlobError::DigestMismatch { .. }
+        | BlobError::TooLarge { .. }
+        | BlobError::Unauthorized
+        | BlobError::BadUpload { .. }
+        | BlobError::UploadStalled { .. } => error.to_string(),
+        BlobError::Io { .. } => "I/O failure on the blob server (details in its log)".to_owned(),
+        BlobError::Store { .. } => {
+            "durable blob store failure (details in the blob server's log)".to_owned()
+        }
+        _ => "internal error of the blob server (details in its log)".to_owned(),
+    }
 }
 
 /// Compares without an early exit, so the time taken does not reveal a prefix of the token.

@@ -1,6 +1,5 @@
 //! Uploads: streaming to a temporary file while hashing, and committing under the key.
 
-use std::fmt;
 use std::fs;
 use std::io::Write;
 use std::sync::Arc;
@@ -40,7 +39,7 @@ impl ServerCore {
     ) -> Result<(BlobKey, u64), BlobError>
     where
         S: Stream<Item = Result<Bytes, E>> + Unpin,
-        E: fmt::Display,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let limit = self.max_blob_bytes;
         if let Some(size) = declared_len.filter(|&len| len > limit) {
@@ -76,10 +75,8 @@ impl ServerCore {
         let mut pending_bytes = 0usize;
         let mut size = 0u64;
         while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| BlobError::Io {
-                context: format!("receiving upload into {}", sink.temp.path().display()),
-                source: std::io::Error::other(e.to_string()),
-            })?;
+            // The client's fault (or its connection's): a 400 that names no server path.
+            let chunk = chunk.map_err(|e| BlobError::BadUpload { source: e.into() })?;
             size += chunk.len() as u64;
             if size > limit {
                 bump(&self.counters.rejected, 1);

@@ -3,6 +3,7 @@
 use std::fs;
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
@@ -29,7 +30,8 @@ impl ServerCore {
     /// key. Returns the key and its reference count.
     ///
     /// Never writes more than `max_blob_bytes`: a declared or actual size above it is
-    /// [`BlobError::TooLarge`], and the temporary file is removed.
+    /// [`BlobError::TooLarge`], and the temporary file is removed. A body that sends nothing
+    /// for the idle timeout is [`BlobError::UploadStalled`].
     pub(super) async fn put_stream<S, E>(
         self: &Arc<Self>,
         kind: BlobKind,
@@ -74,7 +76,17 @@ impl ServerCore {
         let mut pending = Vec::new();
         let mut pending_bytes = 0usize;
         let mut size = 0u64;
-        while let Some(chunk) = body.next().await {
+        let idle = Duration::from_millis(self.idle_timeout_ms);
+        loop {
+            // A client that stops sending must not hold the connection and the staging file.
+            let Ok(next) = tokio::time::timeout(idle, body.next()).await else {
+                return Err(BlobError::UploadStalled {
+                    idle_ms: self.idle_timeout_ms,
+                });
+            };
+            let Some(chunk) = next else {
+                break;
+            };
             // The client's fault (or its connection's): a 400 that names no server path.
             let chunk = chunk.map_err(|e| BlobError::BadUpload { source: e.into() })?;
             size += chunk.len() as u64;

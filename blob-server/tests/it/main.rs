@@ -9,6 +9,7 @@ mod cache;
 mod cleanup;
 mod common;
 mod concurrency;
+mod connections;
 mod corruption;
 mod limits;
 mod logging;

@@ -138,6 +138,10 @@ impl BlobServer {
             layout::reset_incoming(&root)
         })
         .await?;
+        if let crate::DurableStoreConfig::Local { dir } = &config.durable {
+            let dir = dir.clone();
+            blocking(move || recovery::sweep_staging(&dir)).await?;
+        }
         let durable = match &config.durable {
             crate::DurableStoreConfig::None => None,
             other => {

@@ -26,6 +26,21 @@ pub enum BlobError {
         /// The cap in bytes.
         limit: u64,
     },
+    /// The body of an upload could not be read: a malformed request (e.g. a bad chunked
+    /// encoding) or a connection cut off mid-body. Nothing was stored; HTTP 400.
+    #[error("upload body could not be read: {source}")]
+    BadUpload {
+        /// What the HTTP layer said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The client sent nothing of an upload's body for longer than the server's idle timeout.
+    /// Nothing was stored; HTTP 408.
+    #[error("upload stalled: no data for {idle_ms} ms")]
+    UploadStalled {
+        /// The idle timeout in ms.
+        idle_ms: u64,
+    },
     /// The request lacked the shared secret.
     #[error("unauthorized: missing or wrong bearer token")]
     Unauthorized,

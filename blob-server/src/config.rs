@@ -17,6 +17,17 @@ pub const DEFAULT_MAX_BLOB_BYTES: u64 = 1 << 30;
 /// Flink's `BlobCacheSizeTracker` (FLINK-23354, 1.14).
 pub const DEFAULT_BLOB_CACHE_BYTES: u64 = 100 << 20;
 
+/// Default cap on the connections a [`BlobServer`](crate::BlobServer) serves at once: 256
+/// (two descriptors each at most, a socket and a blob file, within a common limit of 1,024).
+/// Flink's `blob.fetch.num-concurrent` is 50, for clients that do not keep connections open.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 256;
+
+/// Default time for a request's head, and so for an idle keep-alive connection: 30,000 ms.
+pub const DEFAULT_HEADER_READ_TIMEOUT_MS: u64 = 30_000;
+
+/// Default time a transfer may make no progress: 60,000 ms.
+pub const DEFAULT_IDLE_TIMEOUT_MS: u64 = 60_000;
+
 /// Default TTL of transient blobs: 3,600,000 ms (1 hour), Flink's
 /// `blob.service.cleanup.interval`.
 pub const DEFAULT_TRANSIENT_TTL_MS: u64 = 3_600_000;
@@ -64,6 +75,19 @@ pub struct BlobServerConfig {
     pub cleanup_interval_ms: u64,
     /// The clock TTLs are measured with. Default [`SystemClock`].
     pub clock: Arc<dyn Clock>,
+    /// Most connections served at once, as Flink's `blob.fetch.num-concurrent`; past it new
+    /// connections wait in the listen backlog (using no descriptor of the server) until one
+    /// closes. Keep it well below the process's descriptor limit: a download holds its socket
+    /// and its blob file. Default [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: usize,
+    /// How long a connection may take to send a request's head, in ms, counted from when it
+    /// waits for one: bounds slow clients and idle keep-alive connections alike, so idle
+    /// sockets cannot hold the connection cap. Default [`DEFAULT_HEADER_READ_TIMEOUT_MS`].
+    pub header_read_timeout_ms: u64,
+    /// How long a transfer may make no progress, in ms: an upload whose body sends nothing
+    /// gets HTTP 408, a download the client does not read is cut. Default
+    /// [`DEFAULT_IDLE_TIMEOUT_MS`].
+    pub idle_timeout_ms: u64,
 }
 
 impl BlobServerConfig {
@@ -81,6 +105,9 @@ impl BlobServerConfig {
             transient_ttl_ms: DEFAULT_TRANSIENT_TTL_MS,
             cleanup_interval_ms: DEFAULT_TRANSIENT_TTL_MS,
             clock: Arc::new(SystemClock::new()),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_read_timeout_ms: DEFAULT_HEADER_READ_TIMEOUT_MS,
+            idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
         }
     }
 }
@@ -99,6 +126,9 @@ impl fmt::Debug for BlobServerConfig {
             .field("transient_ttl_ms", &self.transient_ttl_ms)
             .field("cleanup_interval_ms", &self.cleanup_interval_ms)
             .field("clock", &self.clock)
+            .field("max_connections", &self.max_connections)
+            .field("header_read_timeout_ms", &self.header_read_timeout_ms)
+            .field("idle_timeout_ms", &self.idle_timeout_ms)
             .finish()
     }
 }

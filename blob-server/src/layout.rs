@@ -7,13 +7,13 @@
 //! covers files damaged after they were written.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
 
-use crate::{BlobError, BlobKey, JobId};
+use crate::{BlobError, BlobKey, Digest, JobId};
 
 /// The folder of uploads and downloads in progress.
 pub(crate) const INCOMING: &str = "incoming";
@@ -159,6 +159,33 @@ pub(crate) fn read_verified(path: &Path, key: &BlobKey) -> Result<Bytes, BlobErr
         return Err(BlobError::DigestMismatch { key: *key });
     }
     Ok(Bytes::from(buf))
+}
+
+/// Opens the file at `path` for serving `key`: hashes it through a small buffer (never the
+/// whole blob in memory), checks the digest, and returns the file rewound to its start with
+/// its length in bytes. Files are only replaced by renames, so the open file keeps the
+/// verified content even if the path is rewritten meanwhile.
+///
+/// # Errors
+/// [`BlobError::NotFound`] without a file, [`BlobError::DigestMismatch`] for damaged content,
+/// [`BlobError::Io`] otherwise.
+pub(crate) fn open_verified(path: &Path, key: &BlobKey) -> Result<(fs::File, u64), BlobError> {
+    let mut file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(BlobError::NotFound(*key)),
+        Err(e) => return Err(io_err(format!("opening {}", path.display()))(e)),
+    };
+    let mut hasher = blake3::Hasher::new();
+    let len = hasher
+        .update_reader(&mut file)
+        .map_err(io_err(format!("reading {}", path.display())))?
+        .count();
+    if Digest(*hasher.finalize().as_bytes()) != key.digest {
+        return Err(BlobError::DigestMismatch { key: *key });
+    }
+    file.seek(io::SeekFrom::Start(0))
+        .map_err(io_err(format!("rewinding {}", path.display())))?;
+    Ok((file, len))
 }
 
 /// Removes a file; a missing file is not an error.

@@ -43,7 +43,8 @@ pub use client::BlobClient;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{
     BlobCacheConfig, BlobServerConfig, DurableStoreConfig, DEFAULT_BLOB_CACHE_BYTES,
-    DEFAULT_MAX_BLOB_BYTES, DEFAULT_TRANSIENT_TTL_MS,
+    DEFAULT_HEADER_READ_TIMEOUT_MS, DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_BLOB_BYTES,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_TRANSIENT_TTL_MS,
 };
 pub use conflux_blob_api::{
     BlobError, BlobKey, BlobKind, BlobReader, BlobWriter, Bytes, Digest, JobId, MemoryBlobStore,

@@ -7,6 +7,7 @@
 
 mod cleanup;
 mod download;
+mod listener;
 mod recovery;
 mod routes;
 mod state;
@@ -56,10 +57,19 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// | `GET /health` | `200 ok`, never needs the token |
 ///
 /// Errors: `400` a key, kind or job that does not parse (before any file is touched, so no
-/// path traversal); `401` a missing or wrong bearer token; `404` an unknown (or expired) key;
-/// `413` an upload above [`BlobServerConfig::max_blob_bytes`] (header `X-Blob-Limit`);
-/// `500` a damaged blob without a good durable copy, I/O and store failures. The body of an
-/// error is its message.
+/// path traversal), or an upload body that cannot be read (bad chunked encoding, cut off);
+/// `401` a missing or wrong bearer token; `404` an unknown (or expired) key; `408` an upload
+/// that sent nothing for [`BlobServerConfig::idle_timeout_ms`]; `413` an upload above
+/// [`BlobServerConfig::max_blob_bytes`] (header `X-Blob-Limit`); `500` a damaged blob without
+/// a good durable copy, I/O and store failures. The body of an error is its message, except
+/// for `500`s, whose details (file and store names) go to the server's log only.
+///
+/// Connections: at most [`BlobServerConfig::max_connections`] are served at once (more wait
+/// in the listen backlog); one waiting longer than
+/// [`BlobServerConfig::header_read_timeout_ms`] for a request's head (idle keep-alive ones
+/// too) is closed, and so is one whose download the client has not read for
+/// [`BlobServerConfig::idle_timeout_ms`]. Downloads stream from the blob file through a
+/// 64 KiB buffer.
 ///
 /// ## Storage and guarantees
 ///
@@ -128,6 +138,10 @@ impl BlobServer {
             layout::reset_incoming(&root)
         })
         .await?;
+        if let crate::DurableStoreConfig::Local { dir } = &config.durable {
+            let dir = dir.clone();
+            blocking(move || recovery::sweep_staging(&dir)).await?;
+        }
         let durable = match &config.durable {
             crate::DurableStoreConfig::None => None,
             other => {
@@ -147,6 +161,7 @@ impl BlobServer {
             max_blob_bytes: config.max_blob_bytes,
             auth_token: config.auth_token.clone(),
             transient_ttl_ms: config.transient_ttl_ms,
+            idle_timeout_ms: config.idle_timeout_ms.max(1),
             clock: Arc::clone(&config.clock),
             counters: Counters::default(),
         });
@@ -163,23 +178,18 @@ impl BlobServer {
             .map_err(io_err("reading the blob server's address"))?;
         let (shutdown, signal) = oneshot::channel::<()>();
         let app = routes::router(Arc::clone(&core));
-        let serve_task = tokio::spawn(async move {
-            use axum::serve::ListenerExt;
-            // Small requests must not wait for Nagle's algorithm.
-            let listener = listener.tap_io(|tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-                }
-            });
-            let served = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    signal.await.ok();
-                })
-                .await;
-            if let Err(e) = served {
-                tracing::error!(error = %e, "blob server stopped");
-            }
-        });
+        let limits = listener::Limits {
+            max_connections: config.max_connections,
+            header_read_timeout: Duration::from_millis(config.header_read_timeout_ms.max(1)),
+            stall_timeout: Duration::from_millis(config.idle_timeout_ms.max(1)),
+        };
+        let serve_task = tokio::spawn(listener::serve(
+            listener,
+            app,
+            limits,
+            Arc::clone(&core),
+            signal,
+        ));
         let sweep_core = Arc::clone(&core);
         let period = Duration::from_millis(config.cleanup_interval_ms.max(1));
         let sweeper = tokio::spawn(async move {

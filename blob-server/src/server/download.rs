@@ -8,12 +8,29 @@ use crate::layout::{self, blocking};
 use crate::{BlobError, BlobKey, BlobKind};
 
 use super::state::ServerCore;
+
+/// A verified blob ready to be sent.
+#[derive(Debug)]
+pub(super) enum Download {
+    /// The local file, rewound, of `len` bytes: streamed.
+    File {
+        /// The open file.
+        file: std::fs::File,
+        /// Its length in bytes.
+        len: u64,
+    },
+    /// Content already in memory (read from the durable copy).
+    Bytes(Bytes),
+}
 use super::stats::bump;
 
 impl ServerCore {
-    /// A blob's verified content: the local file, else the durable copy (which then repairs
-    /// the local file). Damaged content is never returned.
-    pub(super) async fn get(self: &Arc<Self>, key: &BlobKey) -> Result<Bytes, BlobError> {
+    /// Counts a read of `key` and checks it is held and not expired (an expired transient
+    /// blob is removed).
+    ///
+    /// # Errors
+    /// [`BlobError::NotFound`] for unknown or expired keys; I/O failures removing the latter.
+    async fn admit_read(self: &Arc<Self>, key: &BlobKey) -> Result<(), BlobError> {
         bump(&self.counters.gets, 1);
         let now = self.clock.now_ms();
         let expired = {
@@ -35,27 +52,65 @@ impl ServerCore {
             self.remove_files(key).await?;
             return Err(BlobError::NotFound(*key));
         }
-        let path = layout::blob_path(&self.root, key);
-        let k = *key;
-        let bytes = match blocking(move || layout::read_verified(&path, &k)).await {
-            Ok(bytes) => bytes,
-            Err(BlobError::NotFound(_)) => {
+        Ok(())
+    }
+
+    /// The content read from the durable copy after the local file of `key` failed with
+    /// `local` (missing or damaged); other failures are returned as they are.
+    async fn after_local_failure(
+        self: &Arc<Self>,
+        key: &BlobKey,
+        local: BlobError,
+    ) -> Result<Bytes, BlobError> {
+        match local {
+            BlobError::NotFound(_) => {
                 tracing::debug!(key = %key, "no local file; reading the durable copy");
-                self.read_durable(key, false).await?
+                self.read_durable(key, false).await
             }
-            Err(BlobError::DigestMismatch { .. }) => {
+            BlobError::DigestMismatch { .. } => {
                 bump(&self.counters.digest_mismatches, 1);
                 tracing::error!(
                     key = %key,
                     path = %layout::blob_path(&self.root, key).display(),
                     "stored blob does not match its digest; not serving it"
                 );
-                self.read_durable(key, true).await?
+                self.read_durable(key, true).await
             }
-            Err(e) => return Err(e),
+            e => Err(e),
+        }
+    }
+
+    /// A blob's verified content in memory: the local file, else the durable copy (which then
+    /// repairs the local file). Damaged content is never returned.
+    pub(super) async fn get(self: &Arc<Self>, key: &BlobKey) -> Result<Bytes, BlobError> {
+        self.admit_read(key).await?;
+        let path = layout::blob_path(&self.root, key);
+        let k = *key;
+        let bytes = match blocking(move || layout::read_verified(&path, &k)).await {
+            Ok(bytes) => bytes,
+            Err(e) => self.after_local_failure(key, e).await?,
         };
         bump(&self.counters.bytes_served, bytes.len() as u64);
         Ok(bytes)
+    }
+
+    /// A blob's verified content for streaming: the local file, open and checked (hashed
+    /// through a small buffer, never read whole into memory), else the durable copy in
+    /// memory as [`ServerCore::get`] reads it. Damaged content is never returned.
+    pub(super) async fn open(self: &Arc<Self>, key: &BlobKey) -> Result<Download, BlobError> {
+        self.admit_read(key).await?;
+        let path = layout::blob_path(&self.root, key);
+        let k = *key;
+        let download = match blocking(move || layout::open_verified(&path, &k)).await {
+            Ok((file, len)) => Download::File { file, len },
+            Err(e) => Download::Bytes(self.after_local_failure(key, e).await?),
+        };
+        let len = match &download {
+            Download::File { len, .. } => *len,
+            Download::Bytes(bytes) => bytes.len() as u64,
+        };
+        bump(&self.counters.bytes_served, len);
+        Ok(download)
     }
 
     /// Reads the durable copy of a blob whose local file is missing (`damaged == false`) or

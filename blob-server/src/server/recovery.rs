@@ -58,6 +58,58 @@ fn scan_local(root: &Path) -> Result<Vec<(BlobKey, u64, u64)>, BlobError> {
     Ok(blobs)
 }
 
+/// Whether `name` is a staging file of `object_store`'s local store: `<object>#<digits>`,
+/// written before being renamed into place (a crash leaves it behind).
+fn is_staging_file(name: &str) -> bool {
+    name.rsplit_once('#').is_some_and(|(object, suffix)| {
+        !object.is_empty() && !suffix.is_empty() && suffix.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// Removes the staging files a killed server left in the local durable directory `dir` (in
+/// its `job_<job>/` and `no_job/` folders), and the job folders that are then empty; returns
+/// how many files were removed. `object_store` skips such files when listing, so neither
+/// recovery nor a job's cleanup would ever remove them. Run before the store is opened: the
+/// server must be the directory's only writer while it starts.
+///
+/// # Errors
+/// [`BlobError::Io`] when a folder cannot be listed or a file removed.
+pub(super) fn sweep_staging(dir: &Path) -> Result<usize, BlobError> {
+    let read_dir =
+        |dir: &Path| fs::read_dir(dir).map_err(io_err(format!("listing {}", dir.display())));
+    if !dir.is_dir() {
+        return Ok(0);
+    }
+    let mut swept = 0;
+    for folder in read_dir(dir)? {
+        let folder = folder.map_err(io_err(format!("listing {}", dir.display())))?;
+        let is_blob_folder = folder
+            .file_name()
+            .to_str()
+            .and_then(layout::parse_job_dir_name)
+            .is_some();
+        let folder = folder.path();
+        if !is_blob_folder || !folder.is_dir() {
+            continue;
+        }
+        for file in read_dir(&folder)? {
+            let file = file.map_err(io_err(format!("listing {}", folder.display())))?;
+            if file.file_name().to_str().is_some_and(is_staging_file) {
+                layout::remove_file_if_exists(&file.path())?;
+                swept += 1;
+            }
+        }
+        // Empty now: gone, as the store removes a job's folder with its last blob.
+        if read_dir(&folder)?.next().is_none() {
+            layout::remove_dir_if_exists(&folder)?;
+        }
+    }
+    if swept > 0 {
+        tracing::warn!(dir = %dir.display(), files = swept, "removed staging files of interrupted durable writes");
+    }
+    Ok(swept)
+}
+
 impl ServerCore {
     /// Rebuilds the index from the storage directory and the durable store, uploading durable
     /// copies that are missing. Local blobs are counted as they are and checked on read.
@@ -121,5 +173,20 @@ impl ServerCore {
         );
         *self.lock_index() = index;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_staging_file;
+
+    #[test]
+    fn staging_files_are_told_from_blobs() {
+        assert!(is_staging_file("p-00ff#1"));
+        assert!(is_staging_file("p-00ff.refs#12"));
+        assert!(!is_staging_file("p-00ff"));
+        assert!(!is_staging_file("p-00ff#"));
+        assert!(!is_staging_file("#1"));
+        assert!(!is_staging_file("p-00ff#1a"));
     }
 }

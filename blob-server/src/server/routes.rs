@@ -2,7 +2,7 @@
 //! [`BlobError`] to status codes.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
@@ -13,10 +13,12 @@ use axum::routing::{delete, get, put};
 use axum::Router;
 use bytes::Bytes;
 use futures_util::StreamExt;
+use tokio_util::io::ReaderStream;
 
 use crate::protocol::{LIMIT_HEADER, REFERENCES_HEADER};
 use crate::{BlobError, BlobKey, BlobKind, JobId};
 
+use super::download::Download;
 use super::state::ServerCore;
 
 /// At most this much of a rejected upload is read (and discarded) so that the client gets to
@@ -24,6 +26,9 @@ use super::state::ServerCore;
 const DRAIN_BYTES: u64 = 8 << 20;
 /// And for at most this long.
 const DRAIN_TIME: Duration = Duration::from_secs(2);
+
+/// Bytes read from a blob file per step of a download: the memory a download holds.
+const STREAM_BUFFER: usize = 64 << 10;
 
 type Core = Arc<ServerCore>;
 
@@ -39,7 +44,28 @@ pub(super) fn router(core: Core) -> Router {
         .merge(blobs)
         // Uploads are streamed and capped by `max_blob_bytes` in `put_stream`.
         .layer(DefaultBodyLimit::disable())
+        .layer(middleware::from_fn(log_request))
         .with_state(core)
+}
+
+/// Logs every request once answered: method, path, status and the time to the answer's head
+/// in ms (a download's body may still be streaming), at `debug` level: the simulator makes
+/// thousands of requests. Failures are also logged by [`error_response`], server errors at
+/// `error`.
+async fn log_request(request: Request, next: Next) -> Response {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let started = Instant::now();
+    let response = next.run(request).await;
+    let duration_ms = started.elapsed().as_secs_f64() * 1e3;
+    tracing::debug!(
+        method = %method,
+        path = %path,
+        status = response.status().as_u16(),
+        duration_ms,
+        "blob request"
+    );
+    response
 }
 
 /// The HTTP status of an error.
@@ -49,6 +75,8 @@ fn status_of(error: &BlobError) -> StatusCode {
         BlobError::InvalidKey(_) => StatusCode::BAD_REQUEST,
         BlobError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         BlobError::Unauthorized => StatusCode::UNAUTHORIZED,
+        BlobError::BadUpload { .. } => StatusCode::BAD_REQUEST,
+        BlobError::UploadStalled { .. } => StatusCode::REQUEST_TIMEOUT,
         BlobError::Remote(_) | BlobError::Transport { .. } => StatusCode::BAD_GATEWAY,
         _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
@@ -61,7 +89,7 @@ fn error_response(error: &BlobError) -> Response {
     } else {
         tracing::debug!(error = %error, "blob request rejected");
     }
-    let mut response = (status, format!("{error}\n")).into_response();
+    let mut response = (status, format!("{}\n", public_message(error))).into_response();
     let headers = response.headers_mut();
     match error {
         BlobError::TooLarge { limit, .. } => {
@@ -73,6 +101,26 @@ fn error_response(error: &BlobError) -> Response {
         _ => {}
     }
     response
+}
+
+/// The body of an error answer: the message of errors about the request, which name only
+/// keys, jobs and sizes; a generic text for failures of the server itself, whose messages name
+/// its files and stores (those go to the server's log only).
+fn public_message(error: &BlobError) -> String {
+    match error {
+        BlobError::NotFound(_)
+        | BlobError::InvalidKey(_)
+        | BlobError::DigestMismatch { .. }
+        | BlobError::TooLarge { .. }
+        | BlobError::Unauthorized
+        | BlobError::BadUpload { .. }
+        | BlobError::UploadStalled { .. } => error.to_string(),
+        BlobError::Io { .. } => "I/O failure on the blob server (details in its log)".to_owned(),
+        BlobError::Store { .. } => {
+            "durable blob store failure (details in the blob server's log)".to_owned()
+        }
+        _ => "internal error of the blob server (details in its log)".to_owned(),
+    }
 }
 
 /// Compares without an early exit, so the time taken does not reveal a prefix of the token.
@@ -104,10 +152,26 @@ async fn get_blob(State(core): State<Core>, Path(key): Path<String>) -> Response
         Ok(key) => key,
         Err(e) => return error_response(&e),
     };
-    match core.get(&key).await {
-        Ok(bytes) => ([(header::CONTENT_TYPE, "application/octet-stream")], bytes).into_response(),
-        Err(e) => error_response(&e),
-    }
+    let mut response = match core.open(&key).await {
+        Ok(Download::File { file, len }) => {
+            // Bounded memory per connection: at most one buffer of the file at a time, and
+            // nothing read ahead while the client does not take it.
+            let stream =
+                ReaderStream::with_capacity(tokio::fs::File::from_std(file), STREAM_BUFFER);
+            let mut response = Body::from_stream(stream).into_response();
+            response
+                .headers_mut()
+                .insert(header::CONTENT_LENGTH, HeaderValue::from(len));
+            response
+        }
+        Ok(Download::Bytes(bytes)) => bytes.into_response(),
+        Err(e) => return error_response(&e),
+    };
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    response
 }
 
 async fn delete_blob(State(core): State<Core>, Path(key): Path<String>) -> Response {

@@ -43,6 +43,8 @@ pub(super) struct ServerCore {
     pub(super) max_blob_bytes: u64,
     pub(super) auth_token: Option<String>,
     pub(super) transient_ttl_ms: u64,
+    /// How long an upload's body may send nothing, in ms.
+    pub(super) idle_timeout_ms: u64,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) counters: Counters,
 }

@@ -14,6 +14,8 @@ pub(super) struct Counters {
     pub(super) digest_mismatches: AtomicU64,
     pub(super) expired: AtomicU64,
     pub(super) rejected: AtomicU64,
+    /// Connections open now (a gauge).
+    pub(super) open_connections: AtomicU64,
 }
 
 /// Adds `by` to `counter`.
@@ -47,6 +49,8 @@ pub struct ServerStats {
     pub blobs: u64,
     /// Bytes of the distinct blobs held now.
     pub stored_bytes: u64,
+    /// HTTP connections open now (at most [`BlobServerConfig::max_connections`](crate::BlobServerConfig::max_connections)).
+    pub open_connections: u64,
 }
 
 impl Counters {
@@ -66,6 +70,7 @@ impl Counters {
             rejected: get(&self.rejected),
             blobs,
             stored_bytes,
+            open_connections: get(&self.open_connections),
         }
     }
 }

@@ -1,9 +1,9 @@
 //! Uploads: streaming to a temporary file while hashing, and committing under the key.
 
-use std::fmt;
 use std::fs;
 use std::io::Write;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
@@ -30,7 +30,8 @@ impl ServerCore {
     /// key. Returns the key and its reference count.
     ///
     /// Never writes more than `max_blob_bytes`: a declared or actual size above it is
-    /// [`BlobError::TooLarge`], and the temporary file is removed.
+    /// [`BlobError::TooLarge`], and the temporary file is removed. A body that sends nothing
+    /// for the idle timeout is [`BlobError::UploadStalled`].
     pub(super) async fn put_stream<S, E>(
         self: &Arc<Self>,
         kind: BlobKind,
@@ -40,7 +41,7 @@ impl ServerCore {
     ) -> Result<(BlobKey, u64), BlobError>
     where
         S: Stream<Item = Result<Bytes, E>> + Unpin,
-        E: fmt::Display,
+        E: Into<Box<dyn std::error::Error + Send + Sync>>,
     {
         let limit = self.max_blob_bytes;
         if let Some(size) = declared_len.filter(|&len| len > limit) {
@@ -75,11 +76,19 @@ impl ServerCore {
         let mut pending = Vec::new();
         let mut pending_bytes = 0usize;
         let mut size = 0u64;
-        while let Some(chunk) = body.next().await {
-            let chunk = chunk.map_err(|e| BlobError::Io {
-                context: format!("receiving upload into {}", sink.temp.path().display()),
-                source: std::io::Error::other(e.to_string()),
-            })?;
+        let idle = Duration::from_millis(self.idle_timeout_ms);
+        loop {
+            // A client that stops sending must not hold the connection and the staging file.
+            let Ok(next) = tokio::time::timeout(idle, body.next()).await else {
+                return Err(BlobError::UploadStalled {
+                    idle_ms: self.idle_timeout_ms,
+                });
+            };
+            let Some(chunk) = next else {
+                break;
+            };
+            // The client's fault (or its connection's): a 400 that names no server path.
+            let chunk = chunk.map_err(|e| BlobError::BadUpload { source: e.into() })?;
             size += chunk.len() as u64;
             if size > limit {
                 bump(&self.counters.rejected, 1);

@@ -168,3 +168,62 @@ async fn bearer_token_guards_every_blob_route() {
     assert_eq!(trusted.get(&key).await.unwrap(), "x");
     assert!(fx.server.contains(&key));
 }
+
+/// Sends `request` on a fresh connection and returns the whole answer (the server closes the
+/// connection after an error answer or when asked to).
+fn exchange(addr: std::net::SocketAddr, request: &[u8]) -> String {
+    use std::io::{Read, Write};
+    let mut socket = std::net::TcpStream::connect(addr).unwrap();
+    socket
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    socket.write_all(request).unwrap();
+    let mut answer = Vec::new();
+    // A reset after the answer is fine: what was read is the answer.
+    let _ = socket.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_chunked_upload_is_a_400_naming_no_server_path() {
+    let fx = start_with(|_| {}).await;
+    let addr = fx.server.local_addr();
+    let request = format!(
+        "PUT /blobs/permanent/{} HTTP/1.1\r\nHost: blobs\r\nConnection: close\r\n\
+         Transfer-Encoding: chunked\r\n\r\n4\r\nabcd\r\nzz-not-a-size\r\nefgh\r\n0\r\n\r\n",
+        job(12)
+    );
+    let answer = tokio::task::spawn_blocking(move || exchange(addr, request.as_bytes()))
+        .await
+        .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    let storage = fx.storage.path().display().to_string();
+    assert!(!answer.contains(&storage), "{answer}");
+    assert!(!answer.contains("/incoming"), "{answer}");
+    // Nothing stored, nothing left behind.
+    assert_eq!(fx.server.stats().blobs, 0);
+    assert!(files_under(&fx.storage.path().join("incoming")).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_failures_answer_without_server_paths() {
+    let fx = start_with(|_| {}).await;
+    // A file where the job's folder belongs: storing the blob fails with an I/O error.
+    std::fs::write(fx.storage.path().join(format!("job_{}", job(13))), b"x").unwrap();
+    let response = raw()
+        .put(format!("{}/blobs/permanent/{}", fx.server.url(), job(13)))
+        .body(Bytes::from(content(60, 1000)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 500);
+    let body = response.text().await.unwrap();
+    assert!(
+        !body.contains(&fx.storage.path().display().to_string()),
+        "{body}"
+    );
+    assert_eq!(
+        body.trim(),
+        "I/O failure on the blob server (details in its log)"
+    );
+}

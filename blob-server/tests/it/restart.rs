@@ -2,7 +2,7 @@
 //! durable store alone.
 
 use bytes::Bytes;
-use conflux_blob::{BlobKind, BlobServer, BlobWriter};
+use conflux_blob::{BlobKey, BlobKind, BlobServer, BlobWriter};
 use tempfile::TempDir;
 
 use crate::common::{config, content, job};
@@ -62,5 +62,45 @@ async fn restart_recovers_blobs_and_reference_counts() {
     assert_eq!(client.get(&shared_key).await.unwrap(), shared);
     client.delete(&shared_key).await.unwrap();
     assert!(client.get(&shared_key).await.is_err());
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staging_files_of_a_killed_server_are_swept_at_start() {
+    let storage = TempDir::new().unwrap();
+    let durable = TempDir::new().unwrap();
+    let server = BlobServer::start(config(storage.path(), durable.path()))
+        .await
+        .unwrap();
+    let kept = server.put_permanent(job(3), &content(30, 10_000)).unwrap();
+    server.shutdown().await;
+    // What `kill -9` during uploads leaves: the local store's `<object>#<n>` staging files,
+    // beside a blob and alone in a job's folder.
+    let job3 = durable.path().join(format!("job_{}", job(3)));
+    let job4 = durable.path().join(format!("job_{}", job(4)));
+    std::fs::create_dir_all(&job4).unwrap();
+    let staging = [
+        job3.join(format!("p-{}#1", kept.digest)),
+        job4.join(format!(
+            "p-{}#1",
+            BlobKey::for_content(BlobKind::Permanent, Some(job(4)), b"x").digest
+        )),
+        job4.join("p-0011.refs#2"),
+    ];
+    for file in &staging {
+        std::fs::write(file, b"partial").unwrap();
+    }
+
+    let server = BlobServer::start(config(storage.path(), durable.path()))
+        .await
+        .unwrap();
+    for file in &staging {
+        assert!(!file.exists(), "{} survived the restart", file.display());
+    }
+    assert!(!job4.exists(), "the emptied job folder is removed");
+    assert_eq!(
+        server.get(&kept).await.unwrap(),
+        Bytes::from(content(30, 10_000))
+    );
     server.shutdown().await;
 }

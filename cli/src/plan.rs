@@ -145,6 +145,22 @@ pub(crate) struct ServeArgs {
     /// Most plans kept in memory.
     #[arg(long, default_value_t = 1000)]
     max_plans: usize,
+    /// Memory budget of stored plans, versions and cached statistics, bytes; the least recently
+    /// used plans are evicted, a plan that cannot fit alone gets 507.
+    #[arg(long, default_value_t = 1 << 30, value_parser = clap::value_parser!(u64).range(1..))]
+    max_store_bytes: u64,
+    /// Expensive computations (statistics, edits, analyses) running at once; default: the CPUs.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    max_computations: Option<u64>,
+    /// Connections open at once; a new one closes the longest idle one.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    max_connections: u64,
+    /// A connection must send a complete request head within this, ms.
+    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    header_read_timeout_ms: u64,
+    /// A connection without traffic for this long is closed, ms.
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout_ms: u64,
 }
 
 pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
@@ -655,11 +671,21 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         max_plans = args.max_plans,
         "starting the planning service"
     );
+    let defaults = ServiceConfig::default();
     let service = RunningService::start(ServiceConfig {
         address: args.address,
         max_body_bytes: args.max_body_bytes,
         max_plans: args.max_plans,
-        ..ServiceConfig::default()
+        max_store_bytes: usize::try_from(args.max_store_bytes).unwrap_or(usize::MAX),
+        max_concurrent_computations: args
+            .max_computations
+            .map_or(defaults.max_concurrent_computations, |n| {
+                usize::try_from(n).unwrap_or(1024)
+            }),
+        max_connections: usize::try_from(args.max_connections).unwrap_or(65_536),
+        header_read_timeout: std::time::Duration::from_millis(args.header_read_timeout_ms),
+        idle_timeout: std::time::Duration::from_millis(args.idle_timeout_ms),
+        ..defaults
     })
     .map_err(Failure::input)?;
     tracing::info!(url = %service.url(), "planning service listening");

@@ -83,3 +83,22 @@ fn control_characters_in_ids_and_arguments_are_escaped() {
          [possible values: count, bytes, never]\n"
     );
 }
+
+/// The planning service's bounds are flags of `conflux serve`; nonsense values are refused before
+/// anything listens.
+#[test]
+fn serve_refuses_bounds_of_zero() {
+    for flag in [
+        "--max-connections",
+        "--max-store-bytes",
+        "--max-computations",
+        "--header-read-timeout-ms",
+        "--idle-timeout-ms",
+    ] {
+        let out = conflux(&["serve", "--address", "127.0.0.1:0", flag, "0"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+        assert!(out.stdout.is_empty(), "nothing listened: {flag}");
+    }
+}

@@ -11,6 +11,9 @@ use crate::layout;
 use crate::protocol::{JobList, LIMIT_HEADER};
 use crate::{BlobError, BlobKey, BlobKind, JobId};
 
+/// How long an idle pooled connection is kept: 20 s.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// A client of a [`BlobServer`](crate::BlobServer): put, get (verified), delete, job cleanup.
 /// Cheap to clone: clones share one connection pool, so one client can serve many caches.
 /// `Debug` hides the token.
@@ -62,6 +65,9 @@ impl BlobClient {
             .timeout(Duration::from_secs(300))
             .tcp_nodelay(true)
             .pool_max_idle_per_host(128)
+            // Below the server's default header-read timeout (30 s), which closes idle
+            // connections: the client lets go first instead of racing a request with the close.
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .build()
             .map_err(|e| BlobError::Config(format!("HTTP client for {base}: {e}")))?;
         Ok(BlobClient {

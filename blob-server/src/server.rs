@@ -122,7 +122,9 @@ impl fmt::Debug for BlobServer {
 impl BlobServer {
     /// Starts a server on the current tokio runtime: recovers the blobs of
     /// [`BlobServerConfig::storage_dir`] and of the durable store, then listens on
-    /// [`BlobServerConfig::address`]. Leftovers in `incoming/` are removed.
+    /// [`BlobServerConfig::address`]. Leftovers of a killed server are removed first: files in
+    /// `incoming/` and the staging files (`<object>#<n>`) of a local durable directory. With
+    /// [`BlobServerConfig::recovered_jobs`], the blobs of every other job are then deleted.
     ///
     /// # Errors
     /// [`BlobError::Io`] when the storage directory cannot be used or the address bound,

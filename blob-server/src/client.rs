@@ -8,8 +8,11 @@ use bytes::Bytes;
 use reqwest::{RequestBuilder, Response, StatusCode};
 
 use crate::layout;
-use crate::protocol::LIMIT_HEADER;
+use crate::protocol::{JobList, LIMIT_HEADER};
 use crate::{BlobError, BlobKey, BlobKind, JobId};
+
+/// How long an idle pooled connection is kept: 20 s.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A client of a [`BlobServer`](crate::BlobServer): put, get (verified), delete, job cleanup.
 /// Cheap to clone: clones share one connection pool, so one client can serve many caches.
@@ -62,6 +65,9 @@ impl BlobClient {
             .timeout(Duration::from_secs(300))
             .tcp_nodelay(true)
             .pool_max_idle_per_host(128)
+            // Below the server's default header-read timeout (30 s), which closes idle
+            // connections: the client lets go first instead of racing a request with the close.
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
             .build()
             .map_err(|e| BlobError::Config(format!("HTTP client for {base}: {e}")))?;
         Ok(BlobClient {
@@ -183,6 +189,24 @@ impl BlobClient {
         let url = format!("{}/jobs/{job}", self.base);
         let response = self.send(self.http.delete(&url), &url).await?;
         check(response, &url, None, 0).await.map(drop)
+    }
+
+    /// The jobs with blobs on the server, sorted (`GET /jobs`): what a starting JobManager
+    /// compares with the jobs it recovers.
+    ///
+    /// # Errors
+    /// As [`BlobClient::get`]; [`BlobError::Remote`] for an answer that is not a job list.
+    pub async fn jobs(&self) -> Result<Vec<JobId>, BlobError> {
+        let url = format!("{}/jobs", self.base);
+        let response = self.send(self.http.get(&url), &url).await?;
+        let response = check(response, &url, None, 0).await?;
+        let body = response.bytes().await.map_err(|e| BlobError::Transport {
+            url: url.clone(),
+            source: Box::new(e),
+        })?;
+        let list: JobList = serde_json::from_slice(&body)
+            .map_err(|e| BlobError::Remote(format!("{url} answered no job list: {e}")))?;
+        list.jobs.iter().map(|job| job.parse()).collect()
     }
 }
 

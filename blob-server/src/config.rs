@@ -8,6 +8,7 @@ use std::sync::Arc;
 use conflux_object_store::S3Config;
 
 use crate::clock::{Clock, SystemClock};
+use crate::JobId;
 
 /// Default cap on one blob: 1 GiB (1,073,741,824 bytes). Flink has no cap; one protects the
 /// server's disk from a runaway upload.
@@ -88,6 +89,12 @@ pub struct BlobServerConfig {
     /// gets HTTP 408, a download the client does not read is cut. Default
     /// [`DEFAULT_IDLE_TIMEOUT_MS`].
     pub idle_timeout_ms: u64,
+    /// The jobs being recovered, as a JobManager knows them when it starts (Flink's
+    /// `BlobServer.retainJobs`, FLINK-25436): when set, the blobs of every other job are
+    /// deleted at start, locally and in the durable store (job-unrelated blobs stay). `None`
+    /// keeps every job's blobs. A JobManager reads the jobs a server holds with `GET /jobs`
+    /// ([`BlobClient::jobs`](crate::BlobClient::jobs)). Default `None`.
+    pub recovered_jobs: Option<Vec<JobId>>,
 }
 
 impl BlobServerConfig {
@@ -108,6 +115,7 @@ impl BlobServerConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_read_timeout_ms: DEFAULT_HEADER_READ_TIMEOUT_MS,
             idle_timeout_ms: DEFAULT_IDLE_TIMEOUT_MS,
+            recovered_jobs: None,
         }
     }
 }
@@ -129,6 +137,7 @@ impl fmt::Debug for BlobServerConfig {
             .field("max_connections", &self.max_connections)
             .field("header_read_timeout_ms", &self.header_read_timeout_ms)
             .field("idle_timeout_ms", &self.idle_timeout_ms)
+            .field("recovered_jobs", &self.recovered_jobs)
             .finish()
     }
 }

@@ -161,6 +161,21 @@ pub(crate) fn read_verified(path: &Path, key: &BlobKey) -> Result<Bytes, BlobErr
     Ok(Bytes::from(buf))
 }
 
+/// The jobs with a `job_<job>` folder under `root`.
+///
+/// # Errors
+/// [`BlobError::Io`] when `root` cannot be listed.
+pub(crate) fn local_job_dirs(root: &Path) -> Result<Vec<JobId>, BlobError> {
+    let mut jobs = Vec::new();
+    for entry in fs::read_dir(root).map_err(io_err(format!("listing {}", root.display())))? {
+        let entry = entry.map_err(io_err(format!("listing {}", root.display())))?;
+        if let Some(Some(job)) = entry.file_name().to_str().and_then(parse_job_dir_name) {
+            jobs.push(job);
+        }
+    }
+    Ok(jobs)
+}
+
 /// Opens the file at `path` for serving `key`: hashes it through a small buffer (never the
 /// whole blob in memory), checks the digest, and returns the file rewound to its start with
 /// its length in bytes. Files are only replaced by renames, so the open file keeps the

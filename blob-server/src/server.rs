@@ -54,6 +54,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// | `GET /blobs/<key>` (also `HEAD`) | `200` and the content |
 /// | `DELETE /blobs/<key>` | `204`; drops one reference (unknown keys too: deletes are idempotent) |
 /// | `DELETE /jobs/<job hex>` | `204`; deletes every blob of the job, locally and durably |
+/// | `GET /jobs` | `200`, JSON `{"jobs": ["<job hex>", ...]}`: the jobs with blobs here, sorted |
 /// | `GET /health` | `200 ok`, never needs the token |
 ///
 /// Errors: `400` a key, kind or job that does not parse (before any file is touched, so no
@@ -121,7 +122,9 @@ impl fmt::Debug for BlobServer {
 impl BlobServer {
     /// Starts a server on the current tokio runtime: recovers the blobs of
     /// [`BlobServerConfig::storage_dir`] and of the durable store, then listens on
-    /// [`BlobServerConfig::address`]. Leftovers in `incoming/` are removed.
+    /// [`BlobServerConfig::address`]. Leftovers of a killed server are removed first: files in
+    /// `incoming/` and the staging files (`<object>#<n>`) of a local durable directory. With
+    /// [`BlobServerConfig::recovered_jobs`], the blobs of every other job are then deleted.
     ///
     /// # Errors
     /// [`BlobError::Io`] when the storage directory cannot be used or the address bound,
@@ -166,6 +169,9 @@ impl BlobServer {
             counters: Counters::default(),
         });
         core.recover().await?;
+        if let Some(recovered) = &config.recovered_jobs {
+            core.retain_jobs(recovered).await?;
+        }
 
         let listener = tokio::net::TcpListener::bind(config.address)
             .await
@@ -313,6 +319,22 @@ impl BlobServer {
     /// I/O and store failures.
     pub async fn cleanup_job(&self, job: JobId) -> Result<usize, BlobError> {
         self.core.cleanup_job(job).await
+    }
+
+    /// The jobs with blobs on this server, sorted (what `GET /jobs` lists).
+    pub fn jobs(&self) -> Vec<JobId> {
+        self.core.jobs()
+    }
+
+    /// Deletes the blobs of every job not in `recovered`, locally and in the durable store
+    /// (Flink's `BlobServer.retainJobs`, FLINK-25436: a JobManager that recovered these jobs
+    /// needs no other job's blobs). Job-unrelated blobs stay. Returns the jobs deleted,
+    /// sorted. [`BlobServerConfig::recovered_jobs`] does the same at start.
+    ///
+    /// # Errors
+    /// I/O and store failures (the jobs before the failing one are deleted).
+    pub async fn retain_jobs(&self, recovered: &[JobId]) -> Result<Vec<JobId>, BlobError> {
+        self.core.retain_jobs(recovered).await
     }
 
     /// Expires transient blobs unused for longer than the TTL now, instead of waiting for the

@@ -1,5 +1,6 @@
 //! Deletes: dropping references, cleaning up a job's blobs, expiring transient blobs.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::layout::{self, blocking};
@@ -79,6 +80,35 @@ impl ServerCore {
         };
         tracing::info!(job = %job, blobs = keys.len(), durable, "job blobs cleaned up");
         Ok(keys.len())
+    }
+
+    /// The jobs with blobs held now, sorted.
+    pub(super) fn jobs(&self) -> Vec<JobId> {
+        let jobs: BTreeSet<JobId> = self.lock_index().keys().filter_map(|key| key.job).collect();
+        jobs.into_iter().collect()
+    }
+
+    /// Deletes the blobs of every job not in `retain` (Flink's `BlobServer.retainJobs`),
+    /// locally and durably: those the index holds and job folders left in the storage
+    /// directory. Job-unrelated blobs stay. Returns the jobs deleted, sorted.
+    pub(super) async fn retain_jobs(
+        self: &Arc<Self>,
+        retain: &[JobId],
+    ) -> Result<Vec<JobId>, BlobError> {
+        let retain: BTreeSet<JobId> = retain.iter().copied().collect();
+        let mut held: BTreeSet<JobId> = self.jobs().into_iter().collect();
+        let root = self.root.clone();
+        held.extend(blocking(move || layout::local_job_dirs(&root)).await?);
+        let dropped: Vec<JobId> = held.difference(&retain).copied().collect();
+        for job in &dropped {
+            self.cleanup_job(*job).await?;
+        }
+        tracing::info!(
+            retained = retain.len(),
+            deleted = dropped.len(),
+            "blobs of jobs not being recovered deleted"
+        );
+        Ok(dropped)
     }
 
     /// Drops transient blobs unused for longer than the TTL; returns how many.

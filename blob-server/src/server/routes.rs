@@ -15,7 +15,7 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use tokio_util::io::ReaderStream;
 
-use crate::protocol::{LIMIT_HEADER, REFERENCES_HEADER};
+use crate::protocol::{JobList, LIMIT_HEADER, REFERENCES_HEADER};
 use crate::{BlobError, BlobKey, BlobKind, JobId};
 
 use super::download::Download;
@@ -37,6 +37,7 @@ pub(super) fn router(core: Core) -> Router {
     let blobs = Router::new()
         .route("/blobs/{key}", get(get_blob).delete(delete_blob))
         .route("/blobs/{kind}/{job}", put(put_blob))
+        .route("/jobs", get(list_jobs))
         .route("/jobs/{job}", delete(delete_job))
         .route_layer(middleware::from_fn_with_state(Arc::clone(&core), authorize));
     Router::new()
@@ -182,6 +183,17 @@ async fn delete_blob(State(core): State<Core>, Path(key): Path<String>) -> Respo
     match core.delete(&key).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(e) => error_response(&e),
+    }
+}
+
+/// `GET /jobs`: the jobs with blobs here, as `{"jobs": ["<job hex>", ...]}`, sorted.
+async fn list_jobs(State(core): State<Core>) -> Response {
+    let list = JobList {
+        jobs: core.jobs().iter().map(ToString::to_string).collect(),
+    };
+    match serde_json::to_string(&list) {
+        Ok(json) => ([(header::CONTENT_TYPE, "application/json")], json).into_response(),
+        Err(e) => error_response(&BlobError::Internal(format!("encoding the job list: {e}"))),
     }
 }
 

@@ -165,6 +165,19 @@ struct BlobServerArgs {
     /// Largest upload accepted, bytes.
     #[arg(long, default_value_t = 1 << 30)]
     max_blob_bytes: u64,
+    /// Connections served at once; more wait in the listen backlog.
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    max_connections: u64,
+    /// A connection must send a request head within this, ms (also bounds idle keep-alive).
+    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    header_read_timeout_ms: u64,
+    /// A transfer making no progress for this long is cut (an upload gets 408), ms.
+    #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..))]
+    idle_timeout_ms: u64,
+    /// The jobs a starting JobManager recovers (32-hex job ids, comma-separated): the blobs of
+    /// every other job are deleted at start (Flink's FLINK-25436). Default: keep all.
+    #[arg(long, value_delimiter = ',')]
+    recovered_jobs: Option<Vec<conflux_blob::JobId>>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -455,6 +468,10 @@ fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
     config.address = args.address;
     config.auth_token.clone_from(&args.auth_token);
     config.max_blob_bytes = args.max_blob_bytes;
+    config.max_connections = usize::try_from(args.max_connections).unwrap_or(65_536);
+    config.header_read_timeout_ms = args.header_read_timeout_ms;
+    config.idle_timeout_ms = args.idle_timeout_ms;
+    config.recovered_jobs.clone_from(&args.recovered_jobs);
     if let Some(dir) = &args.durable_dir {
         config.durable = DurableStoreConfig::Local { dir: dir.clone() };
     }

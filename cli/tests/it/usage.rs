@@ -102,3 +102,31 @@ fn serve_refuses_bounds_of_zero() {
         assert!(out.stdout.is_empty(), "nothing listened: {flag}");
     }
 }
+
+/// The blob server's bounds and recovered jobs are flags; bad values are refused before anything
+/// listens, naming the flag.
+#[test]
+fn blob_server_refuses_bad_bounds_and_job_ids() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let storage = dir.path().to_str().expect("utf-8 path");
+    for (flag, value) in [
+        ("--max-connections", "0"),
+        ("--header-read-timeout-ms", "0"),
+        ("--idle-timeout-ms", "0"),
+        ("--recovered-jobs", "not-a-job-id"),
+    ] {
+        let out = conflux(&[
+            "blob-server",
+            "--storage-dir",
+            storage,
+            "--address",
+            "127.0.0.1:0",
+            flag,
+            value,
+        ]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {stderr}");
+        assert!(stderr.contains(flag), "{flag}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    }
+}

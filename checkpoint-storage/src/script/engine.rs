@@ -67,6 +67,8 @@ struct Task {
     drafts: BTreeMap<u64, Draft>,
     /// Checkpoints failed or aborted on this task: no more uploads nor acknowledgement.
     failed: BTreeSet<u64>,
+    /// Checkpoints this task acknowledged: no more uploads nor acknowledgement.
+    acked: BTreeSet<u64>,
 }
 
 /// Script local names are all shared state files: the upload plan sees them as SST files.
@@ -118,6 +120,8 @@ pub(super) struct Engine {
     savepoints: BTreeMap<u64, Vec<String>>,
     /// Checkpoints that completed (savepoints included).
     completed: BTreeSet<u64>,
+    /// Checkpoints triggered.
+    triggered: BTreeSet<u64>,
     /// Highest checkpoint or savepoint id so far.
     highest: Option<u64>,
     /// The snapshot the current run started from without claim, if any.
@@ -141,6 +145,7 @@ impl Engine {
             written: BTreeSet::new(),
             savepoints: BTreeMap::new(),
             completed: BTreeSet::new(),
+            triggered: BTreeSet::new(),
             highest: None,
             unclaimed_start: None,
             step: StepLog::default(),
@@ -182,6 +187,13 @@ impl Engine {
                 Ok(())
             }
             Event::NotifyAbort { checkpoint, task } => {
+                let c = CheckpointId(*checkpoint);
+                if !self.triggered.contains(checkpoint)
+                    || self.completed.contains(checkpoint)
+                    || self.jm.pending().contains(&c)
+                {
+                    return invalid(format!("checkpoint {checkpoint} was not aborted"));
+                }
                 let t = self.task(*task)?;
                 t.tracker.notify_aborted(CheckpointId(*checkpoint));
                 t.failed.insert(*checkpoint);
@@ -251,6 +263,11 @@ impl Engine {
                 "checkpoint {checkpoint} already failed or was aborted on task {task}"
             ));
         }
+        if t.acked.contains(&checkpoint) {
+            return invalid(format!(
+                "task {task} already acknowledged checkpoint {checkpoint}"
+            ));
+        }
         Ok(t.drafts.entry(checkpoint).or_default())
     }
 
@@ -278,6 +295,7 @@ impl Engine {
         self.jm
             .trigger(CheckpointId(checkpoint), self.keys.values().cloned())?;
         self.highest = Some(checkpoint);
+        self.triggered.insert(checkpoint);
         Ok(())
     }
 
@@ -448,6 +466,9 @@ impl Engine {
                 .push((private.clone(), file(&private, Scope::Exclusive)));
         }
         self.jm.acknowledge(CheckpointId(checkpoint), &key, state)?;
+        if let Some(t) = self.tasks.get_mut(&task) {
+            t.acked.insert(checkpoint);
+        }
         if first {
             self.create(&private)?;
         }
@@ -574,6 +595,7 @@ impl Engine {
             if let Some(t) = self.tasks.get_mut(&task) {
                 t.tracker = tracker;
                 t.failed.clear();
+                t.acked.clear();
             }
         }
     }

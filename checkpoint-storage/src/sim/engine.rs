@@ -298,6 +298,15 @@ impl<'a> Sim<'a> {
                         .await?;
                     self.trackers[i] =
                         IncrementalSnapshotTracker::restored(c.id, record_of(&state));
+                    // The reopened database writes a new MANIFEST: the restored chain (every
+                    // shared file but the SST files of the record) is never reused.
+                    let retired: Vec<StateHandle> = state
+                        .shared
+                        .iter()
+                        .filter(|(name, _)| classify(name) != FileClass::Sst)
+                        .map(|(_, h)| h.clone())
+                        .collect();
+                    self.managers[i].retire(&retired);
                     let image = self.images.get(&c.id).and_then(|v| v.get(i)).cloned();
                     let Some(image) = image else {
                         return Err(CheckpointError::Internal(format!(

@@ -125,7 +125,7 @@ impl FileMergingSnapshotManager {
         let stamp = self.max_seen;
         let mut by_file: BTreeMap<Path, Vec<LogicalFileId>> = BTreeMap::new();
         for (id, l) in &self.logical {
-            if !paths.contains(&l.path) || self.remap.contains_key(id) {
+            if !paths.contains(&l.path) || self.remap.contains_key(id) || l.retiring {
                 continue;
             }
             let base = self.last_confirmed.get(&l.subtask).copied();
@@ -188,6 +188,7 @@ impl FileMergingSnapshotManager {
                         scope: Scope::Shared,
                         last_used: stamp,
                         copy: true,
+                        retiring: false,
                     },
                 ));
                 segments += 1;

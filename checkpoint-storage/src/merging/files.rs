@@ -43,4 +43,9 @@ pub(super) struct LogicalFile {
     pub(super) last_used: CheckpointId,
     /// Written by compaction, not by the checkpoint it is recorded under.
     pub(super) copy: bool,
+    /// The task said it will not reference it again ([`FileMergingSnapshotManager::retire`]):
+    /// it keeps its file until discarded, but its bytes count as waste, not as live.
+    ///
+    /// [`FileMergingSnapshotManager::retire`]: super::FileMergingSnapshotManager::retire
+    pub(super) retiring: bool,
 }

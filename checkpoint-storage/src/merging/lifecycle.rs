@@ -105,7 +105,9 @@ impl FileMergingSnapshotManager {
                 }
                 if let Some(file) = self.files.get_mut(&l.path) {
                     file.live_segments = file.live_segments.saturating_sub(1);
-                    file.live_bytes = file.live_bytes.saturating_sub(l.length);
+                    if !l.retiring {
+                        file.live_bytes = file.live_bytes.saturating_sub(l.length);
+                    }
                     touched.insert(l.path.clone());
                 }
                 self.logical.remove(id);

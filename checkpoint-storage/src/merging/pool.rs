@@ -71,6 +71,17 @@ impl FileMergingSnapshotManager {
         sealed
     }
 
+    /// Whether a checkpoint of `subtask` other than `checkpoint` is writing or waits for its
+    /// completion. Checkpoints overlap then, and an overlapped checkpoint's uploads may all
+    /// die when a later one completes (the later one planned without them): written into a
+    /// file of their own, they go with it instead of leaving holes in a pooled file.
+    pub(super) fn others_in_flight(&self, checkpoint: CheckpointId, subtask: &SubtaskKey) -> bool {
+        let other = |(c, pool): &(CheckpointId, super::files::PoolKey)| {
+            *c != checkpoint && pool.0 == *subtask
+        };
+        self.parked.keys().any(other) || self.leases.keys().any(other)
+    }
+
     /// Whether `path` waits in the pool for a later checkpoint.
     pub(super) fn is_idle(&self, path: &Path) -> bool {
         self.idle.values().any(|pool| pool.contains(path))

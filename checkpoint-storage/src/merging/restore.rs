@@ -97,6 +97,7 @@ impl FileMergingSnapshotManager {
                     scope: s.scope,
                     last_used: checkpoint,
                     copy: false,
+                    retiring: false,
                 },
             );
             if let Some(file) = self.files.get_mut(&s.path) {
@@ -111,5 +112,29 @@ impl FileMergingSnapshotManager {
                 .push(s.logical_id.clone());
         }
         Ok(())
+    }
+
+    /// The task will not reference these restored segments in later checkpoints (e.g. the
+    /// MANIFEST chain of a database reopened after the restore, which writes a new MANIFEST):
+    /// they stay, and keep their files, until their checkpoint is subsumed, but space control
+    /// counts their bytes as waste from now on, so it can compact their files before the
+    /// segments die all at once. Unknown handles are ignored; a later
+    /// [`Self::try_reuse`] of a retired segment makes it live again.
+    pub fn retire(&mut self, handles: &[StateHandle]) {
+        for handle in handles {
+            let StateHandle::Segment(s) = handle else {
+                continue;
+            };
+            let Some(l) = self.logical.get_mut(&s.logical_id) else {
+                continue;
+            };
+            if l.retiring {
+                continue;
+            }
+            l.retiring = true;
+            if let Some(file) = self.files.get_mut(&l.path) {
+                file.live_bytes = file.live_bytes.saturating_sub(l.length);
+            }
+        }
     }
 }

@@ -31,9 +31,14 @@ impl FileMergingSnapshotManager {
                     id = next.clone();
                 }
                 let l = self.logical.get_mut(&id)?;
-                let file = self.files.get(&l.path)?;
+                let file = self.files.get_mut(&l.path)?;
                 if !file.reuse_allowed || file.compacted {
                     return None;
+                }
+                if l.retiring {
+                    // Referenced after all: live again.
+                    l.retiring = false;
+                    file.live_bytes += l.length;
                 }
                 l.last_used = l.last_used.max(checkpoint);
                 self.max_seen = self.max_seen.max(checkpoint);

@@ -84,6 +84,7 @@ impl FileMergingSnapshotManager {
                 scope,
                 last_used: checkpoint,
                 copy: false,
+                retiring: false,
             },
         );
         self.uploaded
@@ -101,10 +102,12 @@ impl FileMergingSnapshotManager {
         }))
     }
 
-    /// Leases a file of `pool` to `checkpoint`: an idle open file (across-boundary mode) or a
-    /// new one.
+    /// Leases a file of `pool` to `checkpoint`: an idle open file (across-boundary mode, when
+    /// no other checkpoint of the subtask is in flight) or a new one.
     fn take_file(&mut self, checkpoint: CheckpointId, pool: &PoolKey) -> Path {
-        let reused = if self.config.across_checkpoint_boundary {
+        let reused = if self.config.across_checkpoint_boundary
+            && !self.others_in_flight(checkpoint, &pool.0)
+        {
             self.idle.get_mut(pool).and_then(Vec::pop)
         } else {
             None

@@ -649,3 +649,41 @@ async fn space_control_compacts_or_excludes() {
         h.check_restores().await;
     }
 }
+
+/// A retired segment keeps its file until its checkpoint is subsumed, but counts as waste at
+/// once; a reuse makes it live again; its discard does not subtract its bytes twice.
+#[tokio::test]
+async fn retired_segments_count_as_waste_until_they_die() {
+    let mut h = Harness::new(merged(true));
+    let s1 = h.checkpoint(1, &["a.sst", "b.sst", "c.sst"]).await;
+    h.complete(1).await;
+    let p1 = path_of(&s1, "a.sst");
+    let (a, b, c) = (size_of("a.sst"), size_of("b.sst"), size_of("c.sst"));
+    let stats = h.manager.space_stats();
+    assert_eq!(
+        (stats.physical_bytes, stats.logical_bytes),
+        (a + b + c, a + b + c)
+    );
+    h.manager
+        .retire(&[handle_of(&s1, "b.sst"), handle_of(&s1, "c.sst")]);
+    h.manager.retire(&[handle_of(&s1, "b.sst")]); // idempotent
+    let stats = h.manager.space_stats();
+    assert_eq!((stats.physical_bytes, stats.logical_bytes), (a + b + c, a));
+    assert_eq!(stats.logical_files, 3, "retired segments keep their file");
+    // cp2 reuses c after all: live again.
+    let s2 = h.checkpoint(2, &["a.sst", "c.sst"]).await;
+    assert_eq!(path_of(&s2, "c.sst"), p1);
+    assert_eq!(h.manager.space_stats().logical_bytes, a + c);
+    h.complete(2).await; // b dies
+    let stats = h.manager.space_stats();
+    assert_eq!(
+        (
+            stats.physical_bytes,
+            stats.logical_files,
+            stats.logical_bytes
+        ),
+        (a + b + c, 2, a + c)
+    );
+    assert_eq!(h.objects().await, set(&[&p1]));
+    h.check_restores().await;
+}

@@ -373,6 +373,27 @@ fn events_that_cannot_apply_are_named() {
         "event 1 (trigger): 1 checkpoints are pending: max_concurrent_checkpoints is 1"
     );
 
+    let e = fails(json!({"events": [
+        {"op": "trigger", "checkpoint": 1},
+        {"op": "ack", "checkpoint": 1},
+        {"op": "upload", "checkpoint": 1, "local": "a", "remote": "A"}
+    ]}));
+    assert_eq!(
+        e.to_string(),
+        "event 2 (upload): task 0 already acknowledged checkpoint 1"
+    );
+
+    let e = fails(json!({"events": [
+        {"op": "trigger", "checkpoint": 1},
+        {"op": "ack", "checkpoint": 1},
+        {"op": "complete", "checkpoint": 1},
+        {"op": "notify_abort", "checkpoint": 1}
+    ]}));
+    assert_eq!(
+        e.to_string(),
+        "event 3 (notify_abort): checkpoint 1 was not aborted"
+    );
+
     // The registry dropped A: a reference to it is refused at acknowledgement.
     let e = fails(json!({"events": [
         {"op": "trigger", "checkpoint": 1},

@@ -100,11 +100,19 @@ async fn space_amplification_within_the_limit_in_both_modes() {
         failovers: 0,
         ..small()
     };
-    for across in [false, true] {
-        let mut config = churn.clone();
+    for (config, across) in [
+        (churn.clone(), false),
+        (churn, true),
+        (small(), false),
+        (small(), true),
+    ] {
+        let mut config = config;
         config.merging.across_checkpoint_boundary = across;
         let r = run_mode(&config, true).await.unwrap();
-        let what = format!("across boundary {across}: {r:?}");
+        let what = format!(
+            "across boundary {across}, {} failovers: {r:?}",
+            config.failovers
+        );
         assert_eq!(r.restore_failures, 0, "{what}");
         assert!(r.space_amplification <= 1.2, "{what}");
         assert!(r.steady_space_amplification.max <= 1.2, "{what}");

@@ -1,6 +1,9 @@
 //! End-to-end tests of the `conflux` binary, one test binary with a module per command family.
 
 mod checkpoint;
+// A panic is the wanted failure in these tests.
+#[allow(clippy::unwrap_used)]
+mod checkpoint_script;
 mod jobs;
 mod limits;
 mod logging;

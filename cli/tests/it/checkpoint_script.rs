@@ -1,9 +1,6 @@
 //! End-to-end runs of `conflux checkpoint-sim --script`: the replay's JSON contract and text
 //! output, and exit 2 naming an event that cannot apply.
 
-// Test code: a panic is the wanted failure.
-#![allow(clippy::unwrap_used)]
-
 use std::process::{Command, Output};
 
 use serde_json::{json, Value};

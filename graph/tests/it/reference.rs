@@ -1,4 +1,4 @@
-//! Property tests against deliberately naive reference models (STYLE habit 6):
+//! Property tests against deliberately naive reference models:
 //!
 //! (a) expansion: every (producer subtask, consumer subtask) pair of every edge, materialised
 //!     from Flink's per-consumer formulas, against the grouped execution graph;

@@ -13,15 +13,8 @@ use conflux_graph::{
 
 use crate::api::{Command, JobStatus, SchedulerError};
 use crate::failover_strategy::{tasks_to_restart, PartitionAvailability};
+use crate::restart_backoff::PendingRestart;
 use crate::scheduler::Scheduler;
-
-/// A restart waiting for its back-off delay: the vertices and the attempts the failover saw
-/// (a vertex whose attempt moved on since is skipped).
-#[derive(Debug)]
-pub(crate) struct PendingRestart {
-    pub(crate) due_ms: u64,
-    vertices: Vec<(ExecutionVertexIndex, u32)>,
-}
 
 impl Scheduler {
     /// `v` failed (`failed_partition`: the partition its cause names). A FINISHED vertex

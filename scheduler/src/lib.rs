@@ -19,6 +19,7 @@ mod partition_release;
 mod restart_backoff;
 mod scheduler;
 mod scheduling_strategy;
+mod slot_assignment;
 mod slot_pool;
 mod trace;
 

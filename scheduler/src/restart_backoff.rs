@@ -9,6 +9,8 @@
 
 use std::collections::VecDeque;
 
+use conflux_graph::ExecutionVertexIndex;
+
 /// Flink's restart strategies (`restart-strategy.type`), with their defaults in Flink 1.20.
 /// Jitter is left out so that runs replay exactly.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,6 +67,14 @@ impl RestartStrategy {
             attempts,
         }
     }
+}
+
+/// A restart waiting for its back-off delay: the vertices and the attempts the failover saw
+/// (a vertex whose attempt moved on since is skipped).
+#[derive(Debug)]
+pub(crate) struct PendingRestart {
+    pub(crate) due_ms: u64,
+    pub(crate) vertices: Vec<(ExecutionVertexIndex, u32)>,
 }
 
 /// What the back-off decided about one failure.

@@ -20,8 +20,7 @@ use conflux_graph::{
 };
 
 use crate::api::{Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError};
-use crate::failure_handling::PendingRestart;
-use crate::restart_backoff::RestartBackoff;
+use crate::restart_backoff::{PendingRestart, RestartBackoff};
 use crate::scheduling_strategy::topology::SchedulingTopology;
 use crate::slot_pool::{SlotPool, NO_REQUEST};
 use crate::trace::TraceDigest;

@@ -17,18 +17,14 @@
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
-use conflux_deploy::{AllocationId, ExecutionState, TaskManagerId, TaskManagerLocation};
-use conflux_graph::{
-    ExecutionGraph, ExecutionVertexIndex, IndexVec, JobType, PipelinedRegionIndex,
-};
-
-use crate::scheduler::Scheduler;
+use conflux_deploy::{AllocationId, TaskManagerId, TaskManagerLocation};
+use conflux_graph::{ExecutionGraph, ExecutionVertexIndex, IndexVec, PipelinedRegionIndex};
 
 /// `missing_slots` of a region without an open request.
 pub(crate) const NO_REQUEST: u32 = u32::MAX;
 
 /// A shared slot's key: (slot sharing group index, subtask index).
-type SharingKey = (u32, u32);
+pub(crate) type SharingKey = (u32, u32);
 
 /// One execution slot sharing group instance.
 #[derive(Debug, Default)]
@@ -190,140 +186,45 @@ impl SlotPool {
         self.sharing_group_of.capacity() * std::mem::size_of::<u32>()
     }
 
-    fn sharing_key(&self, graph: &ExecutionGraph, v: ExecutionVertexIndex) -> SharingKey {
-        (
-            self.sharing_group_of[v],
-            graph.execution_vertex_id(v).subtask,
-        )
-    }
-
-    fn location(&self, tm: TaskManagerId) -> Option<TaskManagerLocation> {
-        self.task_managers.get(&tm).map(|(l, _)| *l)
-    }
-}
-
-impl Scheduler {
-    /// Requests the shared slot of `v`: assigned at once when its sharing group instance already
-    /// holds a physical slot, else queued.
-    pub(crate) fn request_slot(&mut self, v: ExecutionVertexIndex) {
-        let key = self.slots.sharing_key(&self.graph, v);
-        let shared = self.slots.shared.entry(key).or_default();
+    /// Requests the shared slot of `v`: its physical slot when the sharing group instance
+    /// already holds one (one more user), else `v` waits and the instance is queued.
+    pub(crate) fn request(
+        &mut self,
+        graph: &ExecutionGraph,
+        v: ExecutionVertexIndex,
+    ) -> Option<AllocationId> {
+        let key = self.sharing_key(graph, v);
+        let shared = self.shared.entry(key).or_default();
         if let Some(allocation) = shared.allocation {
             shared.users += 1;
-            self.assign(v, allocation);
-            return;
+            return Some(allocation);
         }
         shared.waiting.push(v);
         if !shared.queued {
             shared.queued = true;
-            self.slots.queue.push_back(key);
-            self.slots.dirty = true;
-        }
-    }
-
-    /// Opens the slot request of a region whose members just requested their slots: unless it
-    /// is complete already, its bulk check is scheduled `slot.request.timeout` from now.
-    pub(crate) fn open_request(&mut self, region: PipelinedRegionIndex, now_ms: u64) {
-        self.request_epoch[region] = self.request_epoch[region].wrapping_add(1);
-        if self.missing_slots[region] == 0 {
-            return;
-        }
-        self.slots.push_check(BulkCheck {
-            due_ms: now_ms.saturating_add(self.config.slot_request_timeout_ms),
-            region,
-            request: self.request_epoch[region],
-            unfulfillable_since: Some(now_ms),
-        });
-    }
-
-    /// Runs the bulk checks due at `now_ms`. Returns why the job must fail when a request has
-    /// been unfulfillable for `slot.request.timeout`.
-    pub(crate) fn check_slot_requests(&mut self, now_ms: u64) -> Option<String> {
-        let timeout = self.config.slot_request_timeout_ms;
-        while let Some(mut check) = self.slots.pop_due_check(now_ms) {
-            let r = check.region;
-            if check.request != self.request_epoch[r]
-                || self.missing_slots[r] == NO_REQUEST
-                || self.missing_slots[r] == 0
-            {
-                continue; // deployed or cancelled since
-            }
-            let (pending, held) = self.bulk_slots(r);
-            if pending == 0 {
-                continue;
-            }
-            let reusable = match self.graph.job_graph().job_type() {
-                JobType::Batch => self.slots.total_slots().saturating_sub(held),
-                JobType::Streaming => self.slots.free_slots(),
-            };
-            if pending <= reusable {
-                check.unfulfillable_since = None;
-            } else {
-                let since = *check.unfulfillable_since.get_or_insert(now_ms);
-                if since.saturating_add(timeout) <= now_ms {
-                    return Some(format!(
-                        "could not acquire a slot within {timeout} ms: region {} needs {pending} more slot(s) and at most {reusable} can ever be free for it ({} TaskManager(s) with {} slot(s) in all)",
-                        r.0,
-                        self.slots.task_manager_count(),
-                        self.slots.total_slots()
-                    ));
-                }
-            }
-            check.due_ms = now_ms.saturating_add(timeout);
-            self.slots.push_check(check);
+            self.queue.push_back(key);
+            self.dirty = true;
         }
         None
     }
 
-    /// The physical slots a region's open request still waits for and those it holds, each
-    /// counted once per shared slot. O(region size).
-    fn bulk_slots(&self, region: PipelinedRegionIndex) -> (u64, u64) {
-        let mut pending = Vec::new();
-        let mut held = Vec::new();
-        for v in self.regions.members(region) {
-            if self.state[v] != ExecutionState::Scheduled {
-                continue;
-            }
-            match self.allocation[v] {
-                Some(a) => held.push((a.task_manager.0, a.slot)),
-                None => pending.push(self.slots.sharing_key(&self.graph, v)),
-            }
-        }
-        pending.sort_unstable();
-        pending.dedup();
-        held.sort_unstable();
-        held.dedup();
-        (pending.len() as u64, held.len() as u64)
-    }
-
-    /// Gives `v` its slot; a region whose request is now complete is ready to deploy.
-    fn assign(&mut self, v: ExecutionVertexIndex, allocation: AllocationId) {
-        self.allocation[v] = Some(allocation);
-        self.location[v] = self.slots.location(allocation.task_manager);
-        let r = self.regions.region_of(v);
-        if self.missing_slots[r] != NO_REQUEST && self.state[v] == ExecutionState::Scheduled {
-            self.missing_slots[r] -= 1;
-            if self.missing_slots[r] == 0 {
-                self.ready_requests.push(r);
-            }
-        }
-    }
-
-    /// Gives free slots to waiting shared slots, first come first served.
-    pub(crate) fn serve_slot_queue(&mut self) {
-        while let Some(&key) = self.slots.queue.front() {
-            let Some(&(tm, slot)) = self.slots.free.iter().next() else {
+    /// Gives free slots to queued shared slots, first come first served; returns each slot
+    /// given with the vertices that waited for it.
+    pub(crate) fn serve(&mut self) -> Vec<(AllocationId, Vec<ExecutionVertexIndex>)> {
+        let mut served = Vec::new();
+        while let Some(&key) = self.queue.front() {
+            let Some(&(tm, slot)) = self.free.iter().next() else {
                 break;
             };
-            self.slots.queue.pop_front();
-            let Some(shared) = self.slots.shared.get_mut(&key) else {
+            self.queue.pop_front();
+            let Some(shared) = self.shared.get_mut(&key) else {
                 continue;
             };
             shared.queued = false;
             if shared.waiting.is_empty() {
                 continue;
             }
-            self.slots.free.remove(&(tm, slot));
+            self.free.remove(&(tm, slot));
             let allocation = AllocationId {
                 task_manager: TaskManagerId(tm),
                 slot,
@@ -331,19 +232,22 @@ impl Scheduler {
             shared.allocation = Some(allocation);
             let waiting = std::mem::take(&mut shared.waiting);
             shared.users += conflux_graph::index_u32(waiting.len());
-            for v in waiting {
-                self.assign(v, allocation);
-            }
+            served.push((allocation, waiting));
         }
+        served
     }
 
-    /// Returns a vertex's logical slot; the physical slot goes back to the pool when no subtask
-    /// of its sharing group uses or waits for it.
-    pub(crate) fn release_slot(&mut self, v: ExecutionVertexIndex) {
-        let key = self.slots.sharing_key(&self.graph, v);
-        let had = self.allocation[v].take();
-        let pool = &mut self.slots;
-        let Some(shared) = pool.shared.get_mut(&key) else {
+    /// `v` gives up its logical slot (`had`: the physical slot it held, if any); the physical
+    /// slot goes back to the free slots when no subtask of its sharing group uses or waits for
+    /// it.
+    pub(crate) fn release(
+        &mut self,
+        graph: &ExecutionGraph,
+        v: ExecutionVertexIndex,
+        had: Option<AllocationId>,
+    ) {
+        let key = self.sharing_key(graph, v);
+        let Some(shared) = self.shared.get_mut(&key) else {
             return;
         };
         if had.is_some() && shared.allocation == had {
@@ -353,22 +257,32 @@ impl Scheduler {
         }
         if shared.users == 0 && shared.waiting.is_empty() {
             if let Some(allocation) = shared.allocation.take() {
-                if pool.task_managers.contains_key(&allocation.task_manager) {
-                    pool.free
+                if self.task_managers.contains_key(&allocation.task_manager) {
+                    self.free
                         .insert((allocation.task_manager.0, allocation.slot));
                 }
             }
             if !shared.queued {
-                pool.shared.remove(&key);
+                self.shared.remove(&key);
             }
-            pool.dirty = true;
+            self.dirty = true;
         }
     }
 
-    /// Closes the open request of `v`'s region (a member failed or was cancelled before it
-    /// deployed).
-    pub(crate) fn cancel_request(&mut self, v: ExecutionVertexIndex) {
-        let r = self.regions.region_of(v);
-        self.missing_slots[r] = NO_REQUEST;
+    /// The shared slot `v` uses: (its slot sharing group, its subtask index).
+    pub(crate) fn sharing_key(
+        &self,
+        graph: &ExecutionGraph,
+        v: ExecutionVertexIndex,
+    ) -> SharingKey {
+        (
+            self.sharing_group_of[v],
+            graph.execution_vertex_id(v).subtask,
+        )
+    }
+
+    /// Where a registered TaskManager is.
+    pub(crate) fn location(&self, tm: TaskManagerId) -> Option<TaskManagerLocation> {
+        self.task_managers.get(&tm).map(|(l, _)| *l)
     }
 }

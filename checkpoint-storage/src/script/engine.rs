@@ -372,6 +372,15 @@ impl Engine {
         for local in local_files {
             Self::check_new_local(draft, local)?;
         }
+        if let Some(stray) = new_remote.keys().find(|l| !local_files.contains(l)) {
+            return invalid(format!(
+                "new_remote names {stray}, which is not among local_files"
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        if let Some(twice) = local_files.iter().find(|l| !seen.insert(*l)) {
+            return invalid(format!("local file {twice} is listed twice"));
+        }
         let snapshot = LocalSnapshot {
             files: local_files
                 .iter()

@@ -366,6 +366,16 @@ fn events_that_cannot_apply_are_named() {
 
     let e = fails(json!({"events": [
         {"op": "trigger", "checkpoint": 1},
+        {"op": "snapshot", "checkpoint": 1, "local_files": ["a"],
+         "new_remote": {"a": "A", "b": "B"}}
+    ]}));
+    assert_eq!(
+        e.to_string(),
+        "event 1 (snapshot): new_remote names b, which is not among local_files"
+    );
+
+    let e = fails(json!({"events": [
+        {"op": "trigger", "checkpoint": 1},
         {"op": "trigger", "checkpoint": 2}
     ]}));
     assert_eq!(

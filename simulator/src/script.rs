@@ -8,6 +8,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
 use conflux_deploy::{TaskManagerId, TaskManagerLocation};
+use conflux_graph::limits::{check_cluster, ClusterSizeError, MAX_TASK_MANAGERS, MAX_TOTAL_SLOTS};
 use conflux_graph::{
     index_u32, ExecutionGraph, ExecutionVertexId, ExecutionVertexIndex,
     IntermediateResultPartitionId, PipelinedRegions,
@@ -109,6 +110,24 @@ pub enum ScriptError {
         /// What is wrong.
         message: String,
     },
+    /// The script's cluster is outside the limits every front end applies
+    /// ([`conflux_graph::limits`]).
+    #[error("task manager {task_manager:?}: {source}")]
+    Cluster {
+        /// The TaskManager's id in the script (for the count limit: the first one past it).
+        task_manager: String,
+        /// Which limit.
+        #[source]
+        source: ClusterSizeError,
+    },
+    /// The script's TaskManagers offer more slots in all than [`MAX_TOTAL_SLOTS`].
+    #[error("task managers up to {task_manager:?} offer {total} slots, above the limit of {MAX_TOTAL_SLOTS}")]
+    TooManySlots {
+        /// The TaskManager at which the total passed the limit.
+        task_manager: String,
+        /// The total so far.
+        total: u64,
+    },
     /// The scheduler refused the event.
     #[error("event {index}: {source}")]
     Scheduler {
@@ -121,12 +140,48 @@ pub enum ScriptError {
 }
 
 impl Script {
-    /// Parses a script.
+    /// Parses a script and checks its cluster against the limits of
+    /// [`conflux_graph::limits`] before anything is allocated per slot.
     ///
     /// # Errors
-    /// [`ScriptError::Json`] with line and column.
+    /// [`ScriptError::Json`] with line and column; [`ScriptError::Cluster`] naming the
+    /// TaskManager whose slots (or the count or total) are out of bounds.
     pub fn parse(bytes: &[u8]) -> Result<Script, ScriptError> {
-        serde_json::from_slice(bytes).map_err(|e| ScriptError::Json(e.to_string()))
+        let script: Script =
+            serde_json::from_slice(bytes).map_err(|e| ScriptError::Json(e.to_string()))?;
+        script.check_cluster()?;
+        Ok(script)
+    }
+
+    /// The count, then per TaskManager its slots and the running total, with the limits
+    /// `conflux run` applies to its flags. O(TaskManagers).
+    fn check_cluster(&self) -> Result<(), ScriptError> {
+        let Some(list) = &self.task_managers else {
+            return Ok(());
+        };
+        if list.len() > MAX_TASK_MANAGERS as usize {
+            return Err(ScriptError::Cluster {
+                task_manager: list[MAX_TASK_MANAGERS as usize].id.clone(),
+                source: ClusterSizeError::TaskManagers {
+                    task_managers: u32::try_from(list.len()).unwrap_or(u32::MAX),
+                },
+            });
+        }
+        let mut total: u64 = 0;
+        for tm in list {
+            check_cluster(Some(1), tm.slots).map_err(|source| ScriptError::Cluster {
+                task_manager: tm.id.clone(),
+                source,
+            })?;
+            total += u64::from(tm.slots);
+            if total > MAX_TOTAL_SLOTS {
+                return Err(ScriptError::TooManySlots {
+                    task_manager: tm.id.clone(),
+                    total,
+                });
+            }
+        }
+        Ok(())
     }
 }
 

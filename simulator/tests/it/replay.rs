@@ -310,3 +310,37 @@ fn script_mistakes_are_errors_naming_the_event() {
         assert!(error.contains(fragment), "{error} lacks {fragment}");
     }
 }
+
+/// A script's cluster obeys the limits `conflux run` applies to its flags: a TaskManager of
+/// 4,294,967,295 slots grew per-slot state to gigabytes before.
+#[test]
+fn scripts_with_impossible_clusters_are_refused_naming_the_task_manager() {
+    let parse = |task_managers: Value| {
+        Script::parse(
+            json!({"task_managers": task_managers, "events": []})
+                .to_string()
+                .as_bytes(),
+        )
+    };
+    let huge = parse(json!([{"id": "tm0", "slots": 4}, {"id": "big", "slots": 4_294_967_295u32}]))
+        .expect_err("too many slots");
+    assert_eq!(
+        huge.to_string(),
+        "task manager \"big\": 4294967295 slots per TaskManager is outside 1..=65536"
+    );
+    let none = parse(json!([{"id": "empty", "slots": 0}])).expect_err("no slots");
+    assert!(
+        none.to_string()
+            .starts_with("task manager \"empty\": 0 slots"),
+        "{none}"
+    );
+    let many: Vec<Value> = (0..1_025)
+        .map(|i| json!({"id": format!("tm{i}"), "slots": 65_536}))
+        .collect();
+    let total = parse(Value::Array(many)).expect_err("above 2^26 slots in all");
+    assert_eq!(
+        total.to_string(),
+        "task managers up to \"tm1024\" offer 67174400 slots, above the limit of 67108864"
+    );
+    assert!(parse(json!([{"id": "ok", "slots": 65_536}])).is_ok());
+}

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
 use conflux_blob_api::{BlobKey, BlobReader, JobId};
+use conflux_graph::index_u32;
 use lru::LruCache;
 
 use crate::offload::MaybeOffloaded;
@@ -306,9 +307,4 @@ pub fn load_input_gate(
         overlay: Some(overlay),
         channels,
     })
-}
-
-/// A position bounded by a gate's channel count (`u32`).
-fn index_u32(i: usize) -> u32 {
-    u32::try_from(i).unwrap_or(u32::MAX)
 }

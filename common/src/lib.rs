@@ -5,7 +5,7 @@
 //!   algorithms and OS entropy.
 //! - [`Fnv1a64`]: FNV-1a, for digests that must be stable across runs and platforms (trace
 //!   digests, seeds derived from names). Not for hash tables fed by untrusted input.
-//! - [`format`]: digit grouping and byte units for reports.
+//! - [`format`](mod@format): digit grouping and byte units for reports.
 //!
 //! Pure and dependency-free.
 

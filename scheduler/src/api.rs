@@ -13,7 +13,7 @@ use crate::restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 /// Flink's `slot.request.timeout` default: 5 minutes.
 pub const DEFAULT_SLOT_REQUEST_TIMEOUT_MS: u64 = 300_000;
 
-/// Settings of a [`Scheduler`].
+/// Settings of a [`Scheduler`](crate::Scheduler).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SchedulerConfig {
     /// Region (default) or full restarts.

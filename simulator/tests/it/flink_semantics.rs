@@ -63,6 +63,16 @@ fn run(json: &JobGraphJson, flags: Flags, observer: &mut dyn Observer) -> Simula
     .expect("runs")
 }
 
+/// The job ended FINISHED (else the failure reason is shown).
+fn assert_finished(report: &SimulationReport) {
+    assert_eq!(
+        report.status,
+        JobStatus::Finished,
+        "{:?}",
+        report.failure_reason
+    );
+}
+
 struct Quiet;
 impl Observer for Quiet {}
 
@@ -79,12 +89,7 @@ fn batch_job_of_300_tasks_finishes_on_one_slot() {
         r#"{"job_type": "batch", "vertices": [{"id": "A", "parallelism": 300}], "edges": []}"#,
     );
     let report = run(&job, Flags::cluster(1, 1), &mut Quiet);
-    assert_eq!(
-        report.status,
-        JobStatus::Finished,
-        "{:?}",
-        report.failure_reason
-    );
+    assert_finished(&report);
     assert_eq!(report.tasks_deployed, 300);
     assert!(
         report.virtual_ms > 300_000,
@@ -98,12 +103,7 @@ fn batch_job_of_300_tasks_finishes_on_one_slot() {
 fn word_count_10k_finishes_on_five_task_managers() {
     let job = generate::word_count(10_000, ResultPartitionType::Blocking);
     let report = run(&job, Flags::cluster(5, 10), &mut Quiet);
-    assert_eq!(
-        report.status,
-        JobStatus::Finished,
-        "{:?}",
-        report.failure_reason
-    );
+    assert_finished(&report);
     assert_eq!(report.tasks_deployed, 20_000);
 }
 
@@ -152,12 +152,7 @@ fn task_manager_loss_is_one_restart_with_regions_back_in_one_round() {
     let job = json(STREAMING_POINTWISE);
     let mut rounds = Rounds::default();
     let report = run(&job, loss_flags(FailoverStrategy::Region), &mut rounds);
-    assert_eq!(
-        report.status,
-        JobStatus::Finished,
-        "{:?}",
-        report.failure_reason
-    );
+    assert_finished(&report);
     assert_eq!(report.restarts, 1);
     assert_eq!(
         rounds.restart_sets.len(),
@@ -192,12 +187,7 @@ fn task_manager_loss_with_full_failover_is_one_restart() {
     let job = json(STREAMING_POINTWISE);
     let mut rounds = Rounds::default();
     let report = run(&job, loss_flags(FailoverStrategy::Full), &mut rounds);
-    assert_eq!(
-        report.status,
-        JobStatus::Finished,
-        "{:?}",
-        report.failure_reason
-    );
+    assert_finished(&report);
     assert_eq!(report.restarts, 1);
     assert_eq!(report.tasks_deployed, 40);
 }

@@ -1,7 +1,7 @@
 //! Space control: compaction of wasteful files (Alibaba's design) or their exclusion from reuse
 //! (FLINK-32088).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 use object_store::path::Path;
@@ -26,15 +26,23 @@ pub struct SpaceControlReport {
 }
 
 impl FileMergingSnapshotManager {
-    /// Enforces the space-amplification limit. When physical bytes exceed
-    /// `limit x live logical bytes`, owned files not being written whose own amplification
-    /// exceeds the limit are taken by most waste first, until the projected total is within the
-    /// limit. An idle file of the across-boundary pool among them is sealed first (closed, out
-    /// of the pool): appending to it would keep its dead bytes until it fills up. They are
-    /// compacted (their segments that the latest confirmed or a pending checkpoint uses are
-    /// copied to new files, and [`Self::try_reuse`] hands out the copies from the next
-    /// checkpoint on) or excluded from reuse, per [`FileMergingConfig::space_control`](super::FileMergingConfig::space_control). O(files +
-    /// bytes copied). Meant to run in the background between checkpoints.
+    /// Enforces the space-amplification limit, measured against what later checkpoints still
+    /// need: a segment counts as live only if the newest checkpoint that reused segments of its
+    /// subtask (or a later one) uses it, or it is newer; the others die as soon as that
+    /// checkpoint completes, and copying them would only move their waste into the copies.
+    /// (Several checkpoints may be planned between two completions; each completion then
+    /// realises the churn those plans already decided, so measuring only what is dead now lets
+    /// the files the newest checkpoint references carry the waste of every plan since.)
+    ///
+    /// When those projected physical bytes exceed `limit x projected live bytes`, owned files
+    /// not being written whose own projected amplification exceeds the limit are taken by most
+    /// waste first, until the projected total is within the limit. An idle file of the
+    /// across-boundary pool among them is sealed first (closed, out of the pool): appending to
+    /// it would keep its dead bytes until it fills up. They are compacted (their segments later
+    /// checkpoints still need are copied to new files, and [`Self::try_reuse`] hands out the
+    /// copies from the next checkpoint on) or excluded from reuse, per
+    /// [`FileMergingConfig::space_control`](super::FileMergingConfig::space_control).
+    /// O(segments + bytes copied). Meant to run in the background between checkpoints.
     ///
     /// # Errors
     /// [`CheckpointError::Store`] when reading a file or writing a copy fails; the copies made
@@ -48,10 +56,22 @@ impl FileMergingSnapshotManager {
         let Some(target) = self.space_target() else {
             return Ok(report);
         };
-        if (stats.physical_bytes as f64) <= stats.logical_bytes as f64 * target {
+        let needed = self.needed_bytes();
+        let needed_in = |p: &Path| needed.get(p).copied().unwrap_or(0);
+        // A closed file nothing needs goes once its segments die: it is no waste to control.
+        let doomed =
+            |p: &Path, f: &PhysicalFile| f.closed && f.lease.is_none() && needed_in(p) == 0;
+        let (physical, logical) = self
+            .files
+            .iter()
+            .filter(|(p, f)| f.owned && !doomed(p, f))
+            .fold((0u64, 0u64), |(s, l), (p, f)| {
+                (s + f.size, l + needed_in(p))
+            });
+        let goal = logical as f64 * target;
+        if physical as f64 <= goal {
             return Ok(report);
         }
-        let goal = stats.logical_bytes as f64 * target;
         let mut candidates: Vec<(u64, Path)> = self
             .files
             .iter()
@@ -63,12 +83,13 @@ impl FileMergingSnapshotManager {
                     && f.reuse_allowed
                     && !f.compacted
                     && f.pool.1 == Scope::Shared
-                    && f.size as f64 > f.live_bytes as f64 * target
+                    && !doomed(p, f)
+                    && f.size as f64 > needed_in(p) as f64 * target
             })
-            .map(|(p, f)| (f.size - f.live_bytes.min(f.size), p.clone()))
+            .map(|(p, f)| (f.size - needed_in(p).min(f.size), p.clone()))
             .collect();
         candidates.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-        let mut projected = stats.physical_bytes as f64;
+        let mut projected = physical as f64;
         let mut chosen = Vec::new();
         for (waste, path) in candidates {
             if projected <= goal {
@@ -115,6 +136,26 @@ impl FileMergingSnapshotManager {
         })
     }
 
+    /// Whether later checkpoints may still reference `l`: not retired, and last used at or
+    /// after both the latest confirmed checkpoint of its subtask (older segments are only
+    /// referenced by older retained checkpoints) and the newest checkpoint that reused segments
+    /// of its subtask (its plan dropped the older ones; state files never come back).
+    fn needed(&self, l: &LogicalFile) -> bool {
+        let confirmed = self.last_confirmed.get(&l.subtask).copied();
+        let newest = self.newest_reuse.get(&l.subtask).copied();
+        !l.retiring && confirmed.max(newest).is_none_or(|c| l.last_used >= c)
+    }
+
+    /// Bytes of the segments later checkpoints may still reference ([`Self::needed`]), per
+    /// physical file. O(segments).
+    fn needed_bytes(&self) -> HashMap<Path, u64> {
+        let mut needed: HashMap<Path, u64> = HashMap::new();
+        for l in self.logical.values().filter(|l| self.needed(l)) {
+            *needed.entry(l.path.clone()).or_default() += l.length;
+        }
+        needed
+    }
+
     /// Copies the reusable live segments of `paths` into new files, one output stream per
     /// subtask, and records the old -> new mapping.
     async fn compact(&mut self, paths: &[Path]) -> Result<(u64, u64)> {
@@ -128,10 +169,10 @@ impl FileMergingSnapshotManager {
             if !paths.contains(&l.path) || self.remap.contains_key(id) || l.retiring {
                 continue;
             }
-            let base = self.last_confirmed.get(&l.subtask).copied();
-            // Segments last used before the latest confirmed checkpoint are only referenced by
-            // older retained checkpoints: they die without a copy.
-            if base.is_none_or(|b| l.last_used >= b) {
+            // The others are referenced only by checkpoints a newer one supersedes: they die
+            // without a copy. Should that newer one abort, a later checkpoint uploads what it
+            // still needs of them again (the originals are excluded from reuse).
+            if self.needed(l) {
                 by_file.entry(l.path.clone()).or_default().push(id.clone());
             }
         }

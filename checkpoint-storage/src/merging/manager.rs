@@ -18,8 +18,8 @@ use crate::storage::CheckpointStorage;
 /// `<root>/shared/<subtask dir>/`; exclusive-scope segments merge per subtask under
 /// `<root>/taskowned/<manager id>/` (Flink merges the latter per TaskManager).
 ///
-/// Cost: every method is O(segments or files touched) except [`Self::space_stats`],
-/// [`Self::control_space`] and [`Self::protected_paths`], O(files).
+/// Cost: every method is O(segments or files touched) except [`Self::space_stats`] and
+/// [`Self::protected_paths`], O(files), and [`Self::control_space`], O(segments).
 #[derive(Debug)]
 pub struct FileMergingSnapshotManager {
     pub(super) id: String,
@@ -45,6 +45,9 @@ pub struct FileMergingSnapshotManager {
     pub(super) remap: HashMap<LogicalFileId, LogicalFileId>,
     pub(super) last_confirmed: HashMap<SubtaskKey, CheckpointId>,
     pub(super) max_seen: CheckpointId,
+    /// Per subtask, the newest checkpoint that reused a segment: its reuses tell which older
+    /// segments later checkpoints still need (space control's projection).
+    pub(super) newest_reuse: HashMap<SubtaskKey, CheckpointId>,
     /// Whole files restored without claim: never referenced by a new checkpoint.
     pub(super) not_reusable: HashSet<Path>,
 }
@@ -76,6 +79,7 @@ impl FileMergingSnapshotManager {
             remap: HashMap::new(),
             last_confirmed: HashMap::new(),
             max_seen: CheckpointId(0),
+            newest_reuse: HashMap::new(),
             not_reusable: HashSet::new(),
         }
     }

@@ -42,6 +42,11 @@ impl FileMergingSnapshotManager {
                 }
                 l.last_used = l.last_used.max(checkpoint);
                 self.max_seen = self.max_seen.max(checkpoint);
+                let newest = self
+                    .newest_reuse
+                    .entry(l.subtask.clone())
+                    .or_insert(checkpoint);
+                *newest = (*newest).max(checkpoint);
                 Some(StateHandle::Segment(SegmentHandle {
                     path: l.path.clone(),
                     offset: l.offset,

@@ -120,9 +120,13 @@ async fn space_amplification_within_the_limit_in_both_modes() {
     }
 }
 
-/// The abort-heavy reproduction, scaled down: 30% aborts, up to 8 concurrent checkpoints.
-/// Its last completions run without compaction (no later checkpoint would use the copies), so
-/// the bound is looser than the limit; before the fix, across the boundary it exceeded 10.
+/// The abort-heavy reproduction, scaled down: 30% aborts, up to 8 concurrent checkpoints, so
+/// several checkpoints are planned between two completions and the last completions run
+/// without compaction (no later checkpoint would use the copies). Before the fix, across the
+/// boundary it exceeded 10. Then compaction counted segments as live while any pending
+/// checkpoint used them and copied them all: the files the newest checkpoint referenced kept
+/// what it had already dropped, and each completion realised that waste (this run: 1.23
+/// without and 1.29 across the boundary; the full-size `checkpoint-sim` run 1.248).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn space_control_with_aborts_and_concurrent_checkpoints() {
     let aborts = SimConfig {
@@ -141,9 +145,8 @@ async fn space_control_with_aborts_and_concurrent_checkpoints() {
         let r = run_mode(&config, true).await.unwrap();
         let what = format!("across boundary {across}: {r:?}");
         assert_eq!(r.restore_failures, 0, "{what}");
-        assert!(r.space_amplification <= 1.3, "{what}");
-        assert!(r.steady_space_amplification.max <= 1.3, "{what}");
-        assert!(r.steady_space_amplification.p95 <= 1.25, "{what}");
+        assert!(r.space_amplification <= 1.2, "{what}");
+        assert!(r.steady_space_amplification.max <= 1.2, "{what}");
         assert!(r.compactions > 0, "{what}");
     }
 }

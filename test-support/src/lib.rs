@@ -3,9 +3,12 @@
 //!
 //! - [`S3sFs`]: an S3-compatible test server (`s3s-fs`) started on a free loopback port, killed
 //!   and reaped on drop, with the [`S3Config`](conflux_object_store::S3Config) that reaches it.
+//! - [`job_graphs`]: builders of small job graphs (vertices, edges, a built graph with its
+//!   regions).
 //! - [`reference`](mod@reference): the naive explicit-edge reference of the execution graph and region
 //!   failover, and the seeded small job graphs the scheduler and simulator tests draw.
 
+pub mod job_graphs;
 pub mod reference;
 mod s3s_fs;
 

@@ -1,12 +1,11 @@
 //! Slot sharing and slot request timeouts, driven through the scheduler's event API.
 
 use std::net::{Ipv4Addr, SocketAddr};
-use std::sync::Arc;
 
 use conflux_deploy::{AllocationId, TaskManagerId, TaskManagerLocation};
-use conflux_graph::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
-use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
+use conflux_graph::json::JobVertexJson;
 use conflux_scheduler::{Command, Event, JobStatus, RestartStrategy, Scheduler, SchedulerConfig};
+use conflux_test_support::job_graphs::{build, edge, job, vertex};
 
 fn scheduler(groups: [&str; 2], partition_type: &str, pattern: &str) -> Scheduler {
     scheduler_of(
@@ -25,31 +24,15 @@ fn scheduler_of(
     partition_type: &str,
     pattern: &str,
 ) -> Scheduler {
-    let vertex = |id: &str, group: &str| JobVertexJson {
-        id: id.to_owned(),
-        parallelism: 2,
-        max_parallelism: None,
+    let in_group = |id: &str, group: &str| JobVertexJson {
         slot_sharing_group: Some(group.to_owned()),
-        co_location_group: None,
-        operators: Vec::new(),
+        ..vertex(id, 2)
     };
-    let json = JobGraphJson {
-        name: "slots".to_owned(),
-        job_type: job_type.to_owned(),
-        vertices: vec![vertex("A", groups[0]), vertex("B", groups[1])],
-        edges: vec![JobEdgeJson {
-            source: "A".to_owned(),
-            target: "B".to_owned(),
-            distribution_pattern: pattern.to_owned(),
-            result_partition_type: partition_type.to_owned(),
-            ship_strategy: None,
-            data_set: None,
-        }],
-    };
-    let graph = Arc::new(
-        ExecutionGraph::build(JobGraph::from_json(&json).expect("valid")).expect("expands"),
-    );
-    let regions = Arc::new(PipelinedRegions::compute(&graph).expect("regions"));
+    let (graph, regions) = build(&job(
+        job_type,
+        vec![in_group("A", groups[0]), in_group("B", groups[1])],
+        vec![edge("A", "B", pattern, partition_type)],
+    ));
     Scheduler::new(graph, regions, config)
 }
 

@@ -2,21 +2,10 @@
 //! slots than tasks finish (a slot request fails only when it could never be served), and
 //! simultaneous failures are one restart attempt whose regions come back together.
 
-use std::sync::Arc;
-
-use conflux_graph::{
-    generate, ExecutionGraph, JobGraph, JobGraphJson, PipelinedRegions, ResultPartitionType,
-};
+use conflux_graph::{generate, JobGraphJson, ResultPartitionType};
 use conflux_scheduler::{Command, Event, FailoverStrategy, JobStatus, RestartStrategy, Scheduler};
 use conflux_sim::{simulate, MemoryBlobEnvironment, Observer, SimulationConfig, SimulationReport};
-
-fn build(json: &JobGraphJson) -> (Arc<ExecutionGraph>, Arc<PipelinedRegions>) {
-    let graph = Arc::new(
-        ExecutionGraph::build(JobGraph::from_json(json).expect("valid")).expect("expands"),
-    );
-    let regions = Arc::new(PipelinedRegions::compute(&graph).expect("regions"));
-    (graph, regions)
-}
+use conflux_test_support::job_graphs::build;
 
 /// The `conflux run` flags these tests set; the rest are the CLI's defaults.
 #[derive(Clone, Copy)]

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use conflux_graph::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
-use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
+use conflux_graph::{ExecutionGraph, PipelinedRegions};
 use conflux_sim::script::{replay, Script};
+use conflux_test_support::job_graphs::{build, edge, job, vertex};
 use serde_json::{json, Value};
 
 fn graph(
@@ -13,35 +13,14 @@ fn graph(
     vertices: &[(&str, u32)],
     edges: &[(&str, &str, &str, &str)],
 ) -> (Arc<ExecutionGraph>, Arc<PipelinedRegions>) {
-    let json = JobGraphJson {
-        name: "t".to_owned(),
-        job_type: job_type.to_owned(),
-        vertices: vertices
+    build(&job(
+        job_type,
+        vertices.iter().map(|&(id, p)| vertex(id, p)).collect(),
+        edges
             .iter()
-            .map(|&(id, p)| JobVertexJson {
-                id: id.to_owned(),
-                parallelism: p,
-                max_parallelism: None,
-                slot_sharing_group: None,
-                co_location_group: None,
-                operators: Vec::new(),
-            })
+            .map(|&(s, t, pattern, ty)| edge(s, t, pattern, ty))
             .collect(),
-        edges: edges
-            .iter()
-            .map(|&(s, t, pattern, ty)| JobEdgeJson {
-                source: s.to_owned(),
-                target: t.to_owned(),
-                distribution_pattern: pattern.to_owned(),
-                result_partition_type: ty.to_owned(),
-                ship_strategy: None,
-                data_set: None,
-            })
-            .collect(),
-    };
-    let graph = ExecutionGraph::build(JobGraph::from_json(&json).expect("valid")).expect("expands");
-    let regions = PipelinedRegions::compute(&graph).expect("regions");
-    (Arc::new(graph), Arc::new(regions))
+    ))
 }
 
 /// Replays `script` and compares the timeline with `expected` (a JSON list) and the status.

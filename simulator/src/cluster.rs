@@ -175,6 +175,14 @@ enum SimEvent {
     Tick,
 }
 
+/// Logs the blob failures the factory handed back since the last call (it does no logging of
+/// its own).
+fn log_blob_failures(factory: &mut TaskDeploymentDescriptorFactory, job_id: JobId) {
+    for failure in factory.take_blob_failures() {
+        tracing::warn!(job = %job_id, %failure, "descriptor blob operation failed");
+    }
+}
+
 /// The slots a job needs: per slot sharing group, its largest parallelism.
 pub fn slot_demand(graph: &ExecutionGraph) -> u32 {
     let mut by_group: HashMap<&str, u32> = HashMap::new();
@@ -325,9 +333,7 @@ pub fn simulate(
                     _ => {}
                 }
             }
-            for failure in factory.take_blob_failures() {
-                tracing::warn!(job = %job_id, %failure, "descriptor blob operation failed");
-            }
+            log_blob_failures(&mut factory, job_id);
             // A deploy of this call may already be cancelled again (e.g. a restart that fell due
             // with a TaskManager loss): only current, deploying attempts are shipped.
             deploys.retain(|(a, _)| {
@@ -346,9 +352,7 @@ pub fn simulate(
                     .prepare_groups(&graph, ExecutionVertexIndex(a.vertex), &scheduler)
                     .map_err(|e| e.to_string())?;
             }
-            for failure in factory.take_blob_failures() {
-                tracing::warn!(job = %job_id, %failure, "descriptor blob operation failed");
-            }
+            log_blob_failures(&mut factory, job_id);
             let tdds: Vec<TaskDeploymentDescriptor> = deploys
                 .par_iter()
                 .map(|(a, slot)| factory.create(&graph, *a, *slot))

@@ -10,10 +10,10 @@ use conflux_deploy::{
     ProducerStates, ProducerView, TaskDeploymentDescriptorFactory, TaskManagerId,
     TaskManagerLocation,
 };
-use conflux_graph::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
 use conflux_graph::{
     ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph,
 };
+use conflux_test_support::job_graphs::{edge, job, vertex};
 
 pub(crate) const JOB: JobId = JobId([7; 16]);
 
@@ -24,32 +24,16 @@ pub(crate) fn two_vertex_graph(
     pattern: &str,
     partition_type: &str,
 ) -> ExecutionGraph {
-    let vertex = |id: &str, p| JobVertexJson {
-        id: id.to_owned(),
-        parallelism: p,
-        max_parallelism: None,
-        slot_sharing_group: None,
-        co_location_group: None,
-        operators: Vec::new(),
+    let job_type = if partition_type.starts_with("pipelined") {
+        "streaming"
+    } else {
+        "batch"
     };
-    let json = JobGraphJson {
-        name: "t".to_owned(),
-        job_type: if partition_type.starts_with("pipelined") {
-            "streaming"
-        } else {
-            "batch"
-        }
-        .to_owned(),
-        vertices: vec![vertex("A", u), vertex("B", d)],
-        edges: vec![JobEdgeJson {
-            source: "A".to_owned(),
-            target: "B".to_owned(),
-            distribution_pattern: pattern.to_owned(),
-            result_partition_type: partition_type.to_owned(),
-            ship_strategy: None,
-            data_set: None,
-        }],
-    };
+    let json = job(
+        job_type,
+        vec![vertex("A", u), vertex("B", d)],
+        vec![edge("A", "B", pattern, partition_type)],
+    );
     ExecutionGraph::build(JobGraph::from_json(&json).expect("valid")).expect("expands")
 }
 

@@ -19,6 +19,7 @@ mod offload;
 mod shuffle;
 mod task_manager;
 mod tdd;
+mod tdd_wire;
 pub mod wire;
 
 pub use factory::{
@@ -43,6 +44,7 @@ pub use tdd::{
     InputGateDeploymentDescriptor, JobInformation, ResultPartitionDeploymentDescriptor,
     ShuffleDescriptorGroup, TaskDeploymentDescriptor, TaskInformation,
 };
+pub use tdd_wire::{decode_tdd, encode_tdd};
 pub use wire::WireError;
 
 /// Why a deployment descriptor could not be built or loaded.

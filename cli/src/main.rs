@@ -16,6 +16,7 @@ use conflux_graph::{flink_plan, generate, limits, ResultPartitionType};
 
 mod blobs;
 mod checkpoint;
+mod cluster;
 mod descriptors;
 mod failure;
 mod input;
@@ -74,6 +75,19 @@ enum Command {
     CheckpointSim(checkpoint::CheckpointSimArgs),
     /// Demonstrate the local-directory placement strategies across processes.
     LocalDirs(checkpoint::LocalDirsArgs),
+    /// Run a JobManager (with its blob server) until interrupted.
+    Jobmanager(cluster::JobManagerArgs),
+    /// Run a TaskManager that registers with a JobManager, until interrupted.
+    Taskmanager(cluster::TaskManagerArgs),
+    /// Submit a job to a JobManager; wait for its end and print its report (or, detached, its
+    /// id).
+    Submit(cluster::SubmitArgs),
+    /// List a JobManager's jobs.
+    List(cluster::ListArgs),
+    /// Cancel a job.
+    Cancel(cluster::CancelArgs),
+    /// Run a job on a local cluster: a JobManager here and TaskManager processes on loopback.
+    Cluster(cluster::ClusterArgs),
     /// Inspect, edit, diff and check plans.
     Plan {
         #[command(subcommand)]
@@ -299,6 +313,10 @@ fn main() -> ExitCode {
         Command::LocalDirs(args) => args.format,
         Command::Plan { command } => command.format(),
         Command::Generate { .. } => Format::Text,
+        Command::Submit(args) => args.format,
+        Command::List(args) => args.format,
+        Command::Cluster(args) => args.format,
+        Command::Jobmanager(_) | Command::Taskmanager(_) | Command::Cancel(_) => Format::Text,
     };
     match dispatch_catching_print_panics(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
@@ -340,6 +358,12 @@ fn dispatch(command: Command) -> Result<(), Failure> {
         Command::LocalDirs(args) => checkpoint::run_local_dirs(&args),
         Command::Plan { command } => plan::run(&command),
         Command::Serve(args) => plan::serve(&args),
+        Command::Jobmanager(args) => cluster::jobmanager(&args),
+        Command::Taskmanager(args) => cluster::taskmanager(&args),
+        Command::Submit(args) => cluster::submit(&args),
+        Command::List(args) => cluster::list(&args),
+        Command::Cancel(args) => cluster::cancel(&args),
+        Command::Cluster(args) => cluster::cluster(&args),
         Command::Inspect {
             file,
             load,

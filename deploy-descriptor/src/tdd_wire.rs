@@ -251,7 +251,10 @@ mod tests {
         let bytes = encode_tdd(&sample()).unwrap();
         for cut in [0, 1, bytes.len() / 2, bytes.len() - 1] {
             let err = decode_tdd(&bytes[..cut]).unwrap_err();
-            assert!(err.to_string().contains("task deployment descriptor"), "{err}");
+            assert!(
+                err.to_string().contains("task deployment descriptor"),
+                "{err}"
+            );
         }
         assert!(decode_tdd(b"not a descriptor at all").is_err());
     }

@@ -1,0 +1,239 @@
+//! The cluster commands: `jobmanager`, `taskmanager`, `submit`, `list`, `cancel` (Flink's
+//! `jobmanager.sh`, `taskmanager.sh`, `flink run / list / cancel`) and `cluster`, which starts a
+//! JobManager in this process and TaskManager child processes on loopback and runs one job.
+
+mod args;
+mod local;
+mod render;
+
+use std::time::Duration;
+
+use anyhow::Context as _;
+use conflux_runtime::protocol::JobSubmission;
+use conflux_runtime::{JobManager, JobManagerClient, TaskManager};
+
+use crate::output;
+use crate::{Failure, Format};
+pub(crate) use args::{
+    CancelArgs, ClusterArgs, JobManagerArgs, ListArgs, SubmitArgs, TaskManagerArgs,
+};
+
+fn tokio_runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("conflux-rt")
+        .build()
+        .context("starting the async runtime")
+        .map_err(Failure::Work)
+}
+
+/// Resolves when the process gets SIGINT or SIGTERM.
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
+    let config = args.config()?;
+    let runtime = tokio_runtime()?;
+    runtime.block_on(async {
+        let jm = JobManager::start(config).await.map_err(Failure::input)?;
+        eprintln!(
+            "JobManager listening on {} (blob server {}); Ctrl-C stops it",
+            jm.address(),
+            jm.blob_server_url()
+        );
+        interrupted().await;
+        jm.shutdown().await;
+        Ok(())
+    })
+}
+
+pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
+    let config = args.config()?;
+    let exit_with_parent = args.exit_with_parent;
+    let runtime = tokio_runtime()?;
+    runtime.block_on(async {
+        let (parent_gone_tx, parent_gone) = tokio::sync::oneshot::channel::<()>();
+        if exit_with_parent {
+            // `conflux cluster` holds our stdin: its end means the parent is gone, however it
+            // died, so no TaskManager outlives it.
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+                let _ = parent_gone_tx.send(());
+            });
+        }
+        let shutdown = async move {
+            tokio::select! {
+                () = interrupted() => {}
+                Ok(()) = parent_gone, if exit_with_parent => {}
+            }
+        };
+        TaskManager::run(config, shutdown)
+            .await
+            .map_err(|e| Failure::Work(e.into()))
+    })
+}
+
+pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
+    let bytes = crate::read_input(&args.file)?;
+    let submission = JobSubmission {
+        job: bytes.into(),
+        source: args.file.display().to_string(),
+        options: args.job.options(&args.load)?,
+    };
+    let runtime = tokio_runtime()?;
+    let report = runtime.block_on(async {
+        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
+            .await
+            .map_err(|e| Failure::Work(e.into()))?;
+        let job = client
+            .submit(submission)
+            .await
+            .map_err(|e| Failure::input(anyhow::Error::new(e)))?;
+        if args.detached {
+            return Ok(Err(job));
+        }
+        client
+            .wait(job)
+            .await
+            .map(Ok)
+            .map_err(|e| Failure::Work(e.into()))
+    })?;
+    match report {
+        Err(job) => match args.format {
+            Format::Json => output::print_json(&serde_json::json!({ "job_id": job.to_string() })),
+            Format::Text => output::print(&format!("{job}\n")),
+        },
+        Ok(report) => render::print_report(&report, args.format),
+    }
+}
+
+pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {
+    let runtime = tokio_runtime()?;
+    let jobs = runtime.block_on(async {
+        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
+            .await
+            .map_err(|e| Failure::Work(e.into()))?;
+        client.list().await.map_err(|e| Failure::Work(e.into()))
+    })?;
+    match args.format {
+        Format::Json => output::print_json(&serde_json::json!({
+            "jobs": jobs.iter().map(|j| serde_json::json!({
+                "job_id": j.job.to_string(), "name": j.name, "status": j.status,
+            })).collect::<Vec<_>>(),
+        })),
+        Format::Text => {
+            let mut text = String::new();
+            for j in &jobs {
+                text.push_str(&format!(
+                    "{}  {:<9}  {}\n",
+                    j.job,
+                    j.status,
+                    crate::failure::escape_controls(&j.name)
+                ));
+            }
+            if jobs.is_empty() {
+                text.push_str("no jobs\n");
+            }
+            output::print(&text)
+        }
+    }
+}
+
+pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
+    let job = args
+        .job_id
+        .parse::<conflux_blob::JobId>()
+        .map_err(|e| Failure::input(anyhow::anyhow!("job id {:?}: {e}", args.job_id)))?;
+    let runtime = tokio_runtime()?;
+    runtime.block_on(async {
+        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
+            .await
+            .map_err(|e| Failure::Work(e.into()))?;
+        client
+            .cancel(job)
+            .await
+            .map_err(|e| Failure::input(anyhow::Error::new(e)))
+    })?;
+    output::print(&format!("cancelling {job}\n"))
+}
+
+pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
+    let runtime = tokio_runtime()?;
+    let report = runtime.block_on(local::run(args))?;
+    render::print_report(&report, args.format)?;
+    if report.status == "FAILED" {
+        return Err(Failure::Reported(anyhow::anyhow!(
+            "the job failed: {}",
+            report
+                .failure_reason
+                .as_deref()
+                .unwrap_or("no reason given")
+        )));
+    }
+    Ok(())
+}
+
+/// `MIN..MAX` or one value, ms.
+pub(crate) fn parse_duration_range(text: &str) -> Result<(u64, u64), String> {
+    let parse = |s: &str| {
+        s.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{s:?} is not a number of ms"))
+    };
+    let (lo, hi) = match text.split_once("..") {
+        Some((lo, hi)) => (parse(lo)?, parse(hi)?),
+        None => {
+            let v = parse(text)?;
+            (v, v)
+        }
+    };
+    if lo > hi {
+        return Err(format!(
+            "{lo}..{hi} is empty: the minimum is above the maximum"
+        ));
+    }
+    if hi > 24 * 3_600_000 {
+        return Err(format!("{hi} ms is more than a day"));
+    }
+    Ok((lo, hi))
+}
+
+pub(crate) const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use conflux_runtime::protocol::JobOptions;
+
+    #[test]
+    fn duration_ranges() {
+        assert_eq!(parse_duration_range("0"), Ok((0, 0)));
+        assert_eq!(parse_duration_range("1000..2000"), Ok((1000, 2000)));
+        assert!(parse_duration_range("2..1").unwrap_err().contains("empty"));
+        assert!(parse_duration_range("a..1").unwrap_err().contains("\"a\""));
+    }
+
+    #[test]
+    fn options_default_to_the_simulator_durations() {
+        assert_eq!(JobOptions::default().task_duration_ms, (1_000, 2_000));
+    }
+}

@@ -1,0 +1,298 @@
+//! The flags of the cluster commands.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use conflux_runtime::config::{
+    DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_RPC_TIMEOUT_MS,
+};
+use conflux_runtime::protocol::JobOptions;
+use conflux_runtime::{JobManagerConfig, RpcFaults, TaskManagerConfig};
+
+use crate::{Failure, Format, LoadArgs};
+
+/// Heartbeat flags (Flink's `heartbeat.interval` and `heartbeat.timeout`).
+#[derive(clap::Args, Clone, Copy)]
+pub(crate) struct HeartbeatArgs {
+    /// Heartbeat interval, ms (Flink's default 10 s).
+    #[arg(long, default_value_t = DEFAULT_HEARTBEAT_INTERVAL_MS, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub(crate) heartbeat_interval_ms: u64,
+    /// A TaskManager silent for this long is lost, ms (Flink's default 50 s).
+    #[arg(long, default_value_t = DEFAULT_HEARTBEAT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub(crate) heartbeat_timeout_ms: u64,
+}
+
+/// RPC flags of a JobManager.
+#[derive(clap::Args, Clone)]
+pub(crate) struct RpcArgs {
+    /// A task submission unanswered for this long fails the task, ms (Flink's ask timeout).
+    #[arg(long, default_value_t = DEFAULT_RPC_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub(crate) rpc_timeout_ms: u64,
+    /// Injected fault: every message to a TaskManager waits this long, ms.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub(crate) rpc_delay_ms: u64,
+    /// Injected fault: chance (0..1) that a message to a TaskManager is dropped (seeded).
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) rpc_drop_rate: f64,
+}
+
+/// How the synthetic tasks of a job run.
+#[derive(clap::Args, Clone)]
+pub(crate) struct JobArgs {
+    /// Task durations, ms: `MIN..MAX` (drawn per attempt from the seed) or one value.
+    #[arg(long, default_value = "1000..2000", value_parser = super::parse_duration_range)]
+    pub(crate) task_duration_ms: (u64, u64),
+    /// Seed of task durations (and of injected RPC drops for `cluster`).
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+}
+
+impl JobArgs {
+    pub(crate) fn options(&self, load: &LoadArgs) -> Result<JobOptions, Failure> {
+        let load = load.options();
+        Ok(JobOptions {
+            seed: self.seed,
+            task_duration_ms: self.task_duration_ms,
+            parallelism: load.parallelism,
+            default_parallelism: Some(load.default_parallelism),
+        })
+    }
+}
+
+fn check_rate(rate: f64) -> Result<(), Failure> {
+    if (0.0..=1.0).contains(&rate) {
+        Ok(())
+    } else {
+        Err(Failure::input(anyhow!(
+            "--rpc-drop-rate {rate} is not a chance between 0 and 1"
+        )))
+    }
+}
+
+fn check_heartbeats(h: &HeartbeatArgs) -> Result<(), Failure> {
+    if h.heartbeat_timeout_ms <= h.heartbeat_interval_ms {
+        return Err(Failure::input(anyhow!(
+            "--heartbeat-timeout-ms {} must be above --heartbeat-interval-ms {}",
+            h.heartbeat_timeout_ms,
+            h.heartbeat_interval_ms
+        )));
+    }
+    Ok(())
+}
+
+/// `conflux jobmanager`.
+#[derive(clap::Args)]
+pub(crate) struct JobManagerArgs {
+    /// Listen address for TaskManagers and clients (Flink's port 6123).
+    #[arg(long, default_value = "127.0.0.1:6123")]
+    pub(crate) address: SocketAddr,
+    /// Host (or HOST:PORT; the port is ignored) TaskManagers use to reach this JobManager's blob
+    /// server; default: the listen address's IP.
+    #[arg(long)]
+    pub(crate) advertised_address: Option<String>,
+    /// The blob server's storage directory (default: a temporary directory).
+    #[arg(long)]
+    pub(crate) blob_dir: Option<PathBuf>,
+    /// Shared secret TaskManagers and clients must present.
+    #[arg(long)]
+    pub(crate) token: Option<String>,
+    /// Connections accepted at once.
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    pub(crate) max_connections: u64,
+    /// Seed of injected RPC drops.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    #[command(flatten)]
+    pub(crate) heartbeat: HeartbeatArgs,
+    #[command(flatten)]
+    pub(crate) rpc: RpcArgs,
+}
+
+/// The host part of `HOST`, `HOST:PORT` or `[V6]:PORT`.
+fn host_of(address: &str) -> String {
+    if let Ok(socket) = address.parse::<SocketAddr>() {
+        return socket.ip().to_string();
+    }
+    match address.rsplit_once(':') {
+        Some((host, port)) if port.parse::<u16>().is_ok() && !host.contains(':') => host.into(),
+        _ => address.to_owned(),
+    }
+}
+
+pub(crate) fn jobmanager_config(
+    address: SocketAddr,
+    blob_dir: PathBuf,
+    heartbeat: &HeartbeatArgs,
+    rpc: &RpcArgs,
+    seed: u64,
+) -> Result<JobManagerConfig, Failure> {
+    check_heartbeats(heartbeat)?;
+    check_rate(rpc.rpc_drop_rate)?;
+    let mut config = JobManagerConfig::new(address, blob_dir);
+    config.heartbeat.interval_ms = heartbeat.heartbeat_interval_ms;
+    config.heartbeat.timeout_ms = heartbeat.heartbeat_timeout_ms;
+    config.rpc.timeout_ms = rpc.rpc_timeout_ms;
+    config.rpc.faults = RpcFaults {
+        delay_ms: rpc.rpc_delay_ms,
+        drop_rate: rpc.rpc_drop_rate,
+        seed,
+    };
+    Ok(config)
+}
+
+impl JobManagerArgs {
+    pub(crate) fn config(&self) -> Result<JobManagerConfig, Failure> {
+        let blob_dir = match &self.blob_dir {
+            Some(dir) => dir.clone(),
+            None => std::env::temp_dir().join(format!("conflux-jobmanager-{}", std::process::id())),
+        };
+        let mut config = jobmanager_config(
+            self.address,
+            blob_dir,
+            &self.heartbeat,
+            &self.rpc,
+            self.seed,
+        )?;
+        config.advertised_host = self.advertised_address.as_deref().map(host_of);
+        config.rpc.token.clone_from(&self.token);
+        config.max_connections = usize::try_from(self.max_connections).unwrap_or(65_536);
+        Ok(config)
+    }
+}
+
+/// `conflux taskmanager`.
+#[derive(clap::Args)]
+pub(crate) struct TaskManagerArgs {
+    /// The JobManager's HOST:PORT.
+    #[arg(long)]
+    pub(crate) jobmanager: String,
+    /// Slots offered, 1 to 65,536.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub(crate) slots: u32,
+    /// Working directory (blob cache); default: a temporary directory.
+    #[arg(long)]
+    pub(crate) data_dir: Option<PathBuf>,
+    /// The IP its data server binds and advertises in ShuffleDescriptors (default 127.0.0.1).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub(crate) advertised_address: std::net::IpAddr,
+    /// The JobManager's shared secret.
+    #[arg(long)]
+    pub(crate) token: Option<String>,
+    /// Without a heartbeat request for this long the JobManager is lost, ms (default: the
+    /// JobManager's heartbeat timeout).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub(crate) heartbeat_timeout_ms: Option<u64>,
+    /// Exit when standard input closes (how `conflux cluster` makes sure no TaskManager
+    /// outlives it).
+    #[arg(long, hide = true)]
+    pub(crate) exit_with_parent: bool,
+}
+
+impl TaskManagerArgs {
+    pub(crate) fn config(&self) -> Result<TaskManagerConfig, Failure> {
+        let data_dir = match &self.data_dir {
+            Some(dir) => dir.clone(),
+            None => {
+                std::env::temp_dir().join(format!("conflux-taskmanager-{}", std::process::id()))
+            }
+        };
+        let mut config = TaskManagerConfig::new(self.jobmanager.clone(), self.slots, data_dir);
+        config.advertised_host = self.advertised_address;
+        config.token.clone_from(&self.token);
+        config.heartbeat_timeout_ms = self.heartbeat_timeout_ms;
+        Ok(config)
+    }
+}
+
+/// `conflux submit`.
+#[derive(clap::Args)]
+pub(crate) struct SubmitArgs {
+    /// Job graph JSON or Flink JSON plan (`-` for standard input).
+    pub(crate) file: PathBuf,
+    /// The JobManager's HOST:PORT.
+    #[arg(long)]
+    pub(crate) jobmanager: String,
+    /// Print the job id and return instead of waiting for the job's end.
+    #[arg(long)]
+    pub(crate) detached: bool,
+    /// The JobManager's shared secret.
+    #[arg(long)]
+    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) load: LoadArgs,
+    #[command(flatten)]
+    pub(crate) job: JobArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+/// `conflux list`.
+#[derive(clap::Args)]
+pub(crate) struct ListArgs {
+    /// The JobManager's HOST:PORT.
+    #[arg(long)]
+    pub(crate) jobmanager: String,
+    /// The JobManager's shared secret.
+    #[arg(long)]
+    pub(crate) token: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+/// `conflux cancel`.
+#[derive(clap::Args)]
+pub(crate) struct CancelArgs {
+    /// The job's id (32 hex digits, as `submit` and `list` print it).
+    pub(crate) job_id: String,
+    /// The JobManager's HOST:PORT.
+    #[arg(long)]
+    pub(crate) jobmanager: String,
+    /// The JobManager's shared secret.
+    #[arg(long)]
+    pub(crate) token: Option<String>,
+}
+
+/// `conflux cluster`.
+#[derive(clap::Args)]
+pub(crate) struct ClusterArgs {
+    /// Job graph JSON or Flink JSON plan (`-` for standard input).
+    pub(crate) file: PathBuf,
+    /// TaskManager processes to start, 1 to 256.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub(crate) task_managers: u32,
+    /// Slots per TaskManager (default: the job's slot demand spread evenly).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub(crate) slots: Option<u32>,
+    /// Injected fault: SIGKILL the TaskManager with the most deployed tasks (ties: lowest id)
+    /// this long after the submission, ms; it is not replaced.
+    #[arg(long)]
+    pub(crate) kill_task_manager_after_ms: Option<u64>,
+    #[command(flatten)]
+    pub(crate) load: LoadArgs,
+    #[command(flatten)]
+    pub(crate) job: JobArgs,
+    #[command(flatten)]
+    pub(crate) heartbeat: HeartbeatArgs,
+    #[command(flatten)]
+    pub(crate) rpc: RpcArgs,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn advertised_hosts() {
+        assert_eq!(host_of("10.0.0.5:6123"), "10.0.0.5");
+        assert_eq!(host_of("jm.example.org"), "jm.example.org");
+        assert_eq!(host_of("jm.example.org:6123"), "jm.example.org");
+        assert_eq!(host_of("[::1]:6123"), "::1");
+    }
+}

@@ -1,0 +1,190 @@
+//! `conflux cluster`: a JobManager in this process, TaskManager child processes on loopback,
+//! one job, and every child stopped at the end, on error and on Ctrl-C.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context as _};
+use conflux_graph::ExecutionGraph;
+use conflux_runtime::protocol::JobSubmission;
+use conflux_runtime::report::KilledTaskManager;
+use conflux_runtime::{JobManager, JobReport};
+
+use super::args::{jobmanager_config, ClusterArgs};
+use super::{interrupted, REGISTRATION_TIMEOUT};
+use crate::Failure;
+
+/// The TaskManager children: killed and reaped when dropped, whatever happened.
+struct Children(Vec<Child>);
+
+impl Children {
+    fn kill_pid(&mut self, pid: u32) -> bool {
+        match self.0.iter_mut().find(|c| c.id() == pid) {
+            Some(child) => {
+                let killed = child.kill().is_ok();
+                let _ = child.wait();
+                killed
+            }
+            None => false,
+        }
+    }
+
+    /// A child that has exited, with its status.
+    fn exited(&mut self) -> Option<(u32, std::process::ExitStatus)> {
+        self.0
+            .iter_mut()
+            .find_map(|c| c.try_wait().ok().flatten().map(|s| (c.id(), s)))
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+        }
+        for child in &mut self.0 {
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Slots per TaskManager: the job's slot demand spread evenly.
+fn default_slots(bytes: &[u8], args: &ClusterArgs) -> Result<u32, Failure> {
+    let job = conflux_graph::load::load(bytes, &args.load.options())
+        .map_err(|e| Failure::input(anyhow!("{}: {e}", args.file.display())))?;
+    let graph = ExecutionGraph::build(job)
+        .map_err(|e| Failure::input(anyhow!("{}: {e}", args.file.display())))?;
+    Ok(conflux_sim::slot_demand(&graph)
+        .div_ceil(args.task_managers)
+        .max(1))
+}
+
+pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
+    let started = Instant::now();
+    let bytes = crate::read_input(&args.file)?;
+    let slots = match args.slots {
+        Some(slots) => slots,
+        None => default_slots(&bytes, args)?,
+    };
+    let options = args.job.options(&args.load)?;
+    let work = tempfile::Builder::new()
+        .prefix("conflux-cluster-")
+        .tempdir()
+        .context("creating the cluster's working directory")
+        .map_err(Failure::Work)?;
+    let config = jobmanager_config(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        work.path().join("blobs"),
+        &args.heartbeat,
+        &args.rpc,
+        args.job.seed,
+    )?;
+    let jm = JobManager::start(config).await.map_err(Failure::input)?;
+    let mut children = Children(Vec::new());
+    let result = tokio::select! {
+        result = run_on(&jm, &mut children, args, bytes, slots, options, work.path(), started) => result,
+        () = interrupted() => Err(Failure::Work(anyhow!("interrupted: the TaskManagers were stopped"))),
+    };
+    // The JobManager first, so that the TaskManagers' ends are not reported as losses; then
+    // every child is killed and reaped.
+    jm.shutdown().await;
+    drop(children);
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_on(
+    jm: &JobManager,
+    children: &mut Children,
+    args: &ClusterArgs,
+    bytes: Vec<u8>,
+    slots: u32,
+    options: conflux_runtime::protocol::JobOptions,
+    work: &std::path::Path,
+    started: Instant,
+) -> Result<JobReport, Failure> {
+    let exe = std::env::current_exe()
+        .context("finding the conflux executable")
+        .map_err(Failure::Work)?;
+    for i in 0..args.task_managers {
+        let child = Command::new(&exe)
+            .arg("taskmanager")
+            .arg("--jobmanager")
+            .arg(jm.address().to_string())
+            .arg("--slots")
+            .arg(slots.to_string())
+            .arg("--data-dir")
+            .arg(work.join(format!("tm-{i}")))
+            .arg("--exit-with-parent")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting TaskManager {i}"))
+            .map_err(Failure::Work)?;
+        children.0.push(child);
+    }
+    let deadline = Instant::now() + REGISTRATION_TIMEOUT;
+    while jm.task_managers().len() < args.task_managers as usize {
+        if let Some((pid, status)) = children.exited() {
+            return Err(Failure::Work(anyhow!(
+                "TaskManager process {pid} exited before registering ({status})"
+            )));
+        }
+        if Instant::now() > deadline {
+            return Err(Failure::Work(anyhow!(
+                "only {} of {} TaskManagers registered within {} s",
+                jm.task_managers().len(),
+                args.task_managers,
+                REGISTRATION_TIMEOUT.as_secs()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let submission = JobSubmission {
+        job: bytes.into(),
+        source: args.file.display().to_string(),
+        options,
+    };
+    let job = jm.submit(submission).await.map_err(Failure::input)?;
+    let submitted = Instant::now();
+    let mut killed = None;
+    let mut kill_skipped = None;
+    let report = match args.kill_task_manager_after_ms {
+        None => jm.wait(job).await,
+        Some(after) => {
+            let wait = jm.wait(job);
+            tokio::pin!(wait);
+            tokio::select! {
+                report = &mut wait => {
+                    kill_skipped = Some(format!("the job ended before {after} ms: nothing was killed"));
+                    report
+                }
+                () = tokio::time::sleep(Duration::from_millis(after)) => {
+                    // The TaskManager with the most deployed tasks; ties: the lowest id.
+                    let victim = jm
+                        .task_managers()
+                        .into_iter()
+                        .max_by_key(|t| (t.job_tasks, std::cmp::Reverse(t.id)));
+                    if let Some(victim) = victim {
+                        if children.kill_pid(victim.pid) {
+                            tracing::warn!(task_manager = %victim.id, pid = victim.pid, "injected fault: TaskManager killed");
+                            killed = Some(KilledTaskManager {
+                                id: victim.id.to_string(),
+                                pid: victim.pid,
+                                tasks: victim.job_tasks,
+                                after_ms: submitted.elapsed().as_millis() as u64,
+                            });
+                        }
+                    }
+                    wait.await
+                }
+            }
+        }
+    };
+    let mut report = report.map_err(|e| Failure::Work(e.into()))?;
+    report.wall_ms.total = started.elapsed().as_secs_f64() * 1e3;
+    report.killed_task_manager = killed;
+    report.kill_skipped = kill_skipped;
+    Ok(report)
+}

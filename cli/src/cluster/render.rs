@@ -1,0 +1,76 @@
+//! The cluster report as text or JSON.
+
+use conflux_runtime::JobReport;
+
+use crate::inspect::group_digits;
+use crate::{output, Failure, Format};
+
+pub(crate) fn print_report(report: &JobReport, format: Format) -> Result<(), Failure> {
+    match format {
+        Format::Json => output::print_json(report),
+        Format::Text => output::print(&render(report)),
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    conflux_common::format::mib(bytes)
+}
+
+fn render(r: &JobReport) -> String {
+    let mut out = String::new();
+    out.push_str(&format!(
+        "job {} ({})\n",
+        r.job_id,
+        crate::failure::escape_controls(&r.job)
+    ));
+    out.push_str(&format!("status: {}", r.status));
+    if let Some(reason) = &r.failure_reason {
+        out.push_str(&format!(" ({})", crate::failure::escape_controls(reason)));
+    }
+    out.push('\n');
+    out.push_str(&format!(
+        "wall: deploy {:.1} ms, total {:.1} ms\n",
+        r.wall_ms.deploy, r.wall_ms.total
+    ));
+    out.push_str(&format!(
+        "tasks: {}, deployed {}, restarts {}\n",
+        group_digits(r.tasks),
+        group_digits(r.tasks_deployed),
+        r.restarts
+    ));
+    out.push_str(&format!(
+        "TaskManagers lost: {} ({} heartbeat timeouts), RPC timeouts: {}\n",
+        r.task_managers_lost, r.heartbeat_timeouts, r.rpc_timeouts
+    ));
+    out.push_str(&format!(
+        "max heartbeat round trip: {:.1} ms, max scheduler call: {:.2} ms\n",
+        r.max_heartbeat_rtt_ms, r.max_handler_stall_ms
+    ));
+    out.push_str(&format!(
+        "JobManager peak RSS: {}, blob fetches: {}\n",
+        mib(r.jobmanager_peak_rss_bytes),
+        r.blob_fetches
+    ));
+    for tm in &r.task_managers {
+        out.push_str(&format!(
+            "  {}: {} slots, {} tasks, peak RSS {}, TDD bytes {}, blob fetches {}{}\n",
+            tm.id,
+            tm.slots,
+            group_digits(tm.tasks),
+            mib(tm.peak_rss_bytes),
+            group_digits(tm.tdd_bytes_received),
+            tm.blob_fetches,
+            if tm.lost { " (lost)" } else { "" }
+        ));
+    }
+    if let Some(k) = &r.killed_task_manager {
+        out.push_str(&format!(
+            "killed: {} (pid {}, {} tasks) after {} ms\n",
+            k.id, k.pid, k.tasks, k.after_ms
+        ));
+    }
+    if let Some(note) = &r.kill_skipped {
+        out.push_str(&format!("kill: {note}\n"));
+    }
+    out
+}

@@ -1,0 +1,161 @@
+//! Settings of the JobManager, the TaskManager and their RPC, with Flink's defaults.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use conflux_scheduler::SchedulerConfig;
+
+/// Flink's `heartbeat.interval` default: 10 s.
+pub const DEFAULT_HEARTBEAT_INTERVAL_MS: u64 = 10_000;
+/// Flink's `heartbeat.timeout` default: 50 s.
+pub const DEFAULT_HEARTBEAT_TIMEOUT_MS: u64 = 50_000;
+/// Flink's `akka.ask.timeout` / `pekko.ask.timeout` default: 10 s.
+pub const DEFAULT_RPC_TIMEOUT_MS: u64 = 10_000;
+/// Largest frame a JobManager or TaskManager accepts, bytes (TDDs are kilobytes; offloaded data
+/// goes through the blob server).
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
+/// Largest job file a client may submit, bytes: the loader's own limit.
+pub const MAX_SUBMISSION_BYTES: usize = conflux_graph::load::MAX_JOB_FILE_BYTES as usize;
+/// How long a connecting peer has to complete the handshake, ms.
+pub const DEFAULT_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
+/// Connections a JobManager accepts at once (TaskManagers and clients).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1_024;
+/// A client connection with no request for this long is closed, ms.
+pub const DEFAULT_CLIENT_IDLE_TIMEOUT_MS: u64 = 60_000;
+
+/// Heartbeat settings (Flink's `heartbeat.interval` and `heartbeat.timeout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HeartbeatConfig {
+    /// The JobManager asks every TaskManager this often, ms.
+    pub interval_ms: u64,
+    /// A TaskManager that has not answered for this long is lost; a TaskManager that has not been
+    /// asked for this long considers its JobManager lost, ms.
+    pub timeout_ms: u64,
+}
+
+impl Default for HeartbeatConfig {
+    fn default() -> Self {
+        HeartbeatConfig {
+            interval_ms: DEFAULT_HEARTBEAT_INTERVAL_MS,
+            timeout_ms: DEFAULT_HEARTBEAT_TIMEOUT_MS,
+        }
+    }
+}
+
+/// Faults injected into the JobManager's outgoing messages (handshakes excepted), for tests and
+/// `conflux cluster`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RpcFaults {
+    /// Every message waits this long before it is sent, ms.
+    pub delay_ms: u64,
+    /// Chance that a message is dropped instead (0.0 to 1.0).
+    pub drop_rate: f64,
+    /// Seed of the drops.
+    pub seed: u64,
+}
+
+/// RPC settings shared by both sides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RpcConfig {
+    /// A task submission not acknowledged within this fails that task, ms (Flink's ask timeout).
+    pub timeout_ms: u64,
+    /// Largest frame accepted, bytes.
+    pub max_frame_bytes: usize,
+    /// Time a peer has to send its hello, ms.
+    pub handshake_timeout_ms: u64,
+    /// The shared secret every peer must present, if any.
+    pub token: Option<String>,
+    /// Injected faults (JobManager side).
+    pub faults: RpcFaults,
+}
+
+impl Default for RpcConfig {
+    fn default() -> Self {
+        RpcConfig {
+            timeout_ms: DEFAULT_RPC_TIMEOUT_MS,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            handshake_timeout_ms: DEFAULT_HANDSHAKE_TIMEOUT_MS,
+            token: None,
+            faults: RpcFaults::default(),
+        }
+    }
+}
+
+/// Settings of a [`JobManager`](crate::JobManager).
+#[derive(Clone, Debug)]
+pub struct JobManagerConfig {
+    /// Where it listens for TaskManagers and clients (Flink's default port is 6123).
+    pub address: SocketAddr,
+    /// The host name or IP TaskManagers use to reach its blob server; default: the listening
+    /// address's IP.
+    pub advertised_host: Option<String>,
+    /// The blob server's storage directory.
+    pub blob_dir: PathBuf,
+    /// Heartbeats.
+    pub heartbeat: HeartbeatConfig,
+    /// RPC limits and faults.
+    pub rpc: RpcConfig,
+    /// Connections accepted at once.
+    pub max_connections: usize,
+    /// Idle client connections are closed after this, ms.
+    pub client_idle_timeout_ms: u64,
+    /// The scheduler's settings for every job.
+    pub scheduler: SchedulerConfig,
+}
+
+impl JobManagerConfig {
+    /// Defaults, listening on `address`, blobs under `blob_dir`.
+    pub fn new(address: SocketAddr, blob_dir: impl Into<PathBuf>) -> JobManagerConfig {
+        JobManagerConfig {
+            address,
+            advertised_host: None,
+            blob_dir: blob_dir.into(),
+            heartbeat: HeartbeatConfig::default(),
+            rpc: RpcConfig::default(),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            client_idle_timeout_ms: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
+            scheduler: SchedulerConfig::default(),
+        }
+    }
+}
+
+/// Settings of a [`TaskManager`](crate::TaskManager).
+#[derive(Clone, Debug)]
+pub struct TaskManagerConfig {
+    /// The JobManager's `host:port`.
+    pub jobmanager: String,
+    /// Slots offered.
+    pub slots: u32,
+    /// Its working directory (blob cache, later partition files).
+    pub data_dir: PathBuf,
+    /// The IP its data server binds and advertises (default 127.0.0.1).
+    pub advertised_host: std::net::IpAddr,
+    /// The JobManager's token, if it requires one.
+    pub token: Option<String>,
+    /// Largest frame accepted, bytes.
+    pub max_frame_bytes: usize,
+    /// Connect and handshake timeout, ms.
+    pub connect_timeout_ms: u64,
+    /// Wait between registration attempts, ms (doubles up to 10x this).
+    pub retry_interval_ms: u64,
+    /// After this long without a heartbeat request the JobManager is lost, ms; default: the
+    /// JobManager's heartbeat timeout, learnt at registration.
+    pub heartbeat_timeout_ms: Option<u64>,
+}
+
+impl TaskManagerConfig {
+    /// Defaults for a TaskManager of `jobmanager` with `slots` slots working in `data_dir`.
+    pub fn new(jobmanager: impl Into<String>, slots: u32, data_dir: impl Into<PathBuf>) -> Self {
+        TaskManagerConfig {
+            jobmanager: jobmanager.into(),
+            slots,
+            data_dir: data_dir.into(),
+            advertised_host: std::net::IpAddr::from([127, 0, 0, 1]),
+            token: None,
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            connect_timeout_ms: DEFAULT_HANDSHAKE_TIMEOUT_MS,
+            retry_interval_ms: 500,
+            heartbeat_timeout_ms: None,
+        }
+    }
+}

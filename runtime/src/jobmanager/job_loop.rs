@@ -1,0 +1,541 @@
+//! The event loop of one job: it owns the job's [`Scheduler`] on a thread of its own, turns
+//! messages from TaskManagers into [`Event`]s and the scheduler's [`Command`]s into messages.
+//!
+//! Deployment descriptors are built on rayon after each scheduler call (never inside it), and
+//! encoded there too; the loop only queues the frames. Heartbeats and connections are handled
+//! elsewhere, so a long call here delays scheduling, never a heartbeat answer.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use conflux_blob_api::{BlobWriter, JobId};
+use conflux_common::SplitMix64;
+use conflux_deploy::{
+    encode_tdd, AllocationId, DeploymentConfig, ExecutionAttemptId, ExecutionState,
+    TaskDeploymentDescriptorFactory, TaskManagerId, TaskManagerLocation,
+};
+use conflux_graph::{
+    ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, PipelinedRegions,
+};
+use conflux_scheduler::{Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig};
+use rayon::prelude::*;
+
+use crate::connection::encode;
+use crate::jobmanager::registry::{Outbox, Registry};
+use crate::protocol::{JobOptions, PartitionRef, SyntheticTask, TaskState, ToTaskManager};
+use crate::report::{JobReport, TaskManagerReport, WallMs};
+use crate::rss::peak_rss_bytes;
+
+/// What the loop hears from the rest of the JobManager.
+#[derive(Debug)]
+pub(crate) enum LoopEvent {
+    TaskManagerRegistered {
+        location: TaskManagerLocation,
+        slots: u32,
+    },
+    TaskManagerLost(TaskManagerId),
+    Acknowledged {
+        attempt: ExecutionAttemptId,
+        refused: Option<String>,
+    },
+    TaskState {
+        attempt: ExecutionAttemptId,
+        state: TaskState,
+    },
+    Cancel,
+}
+
+/// An event to handle, or a message to translate into one when its turn comes.
+enum Pending {
+    Event(Event),
+    Message(LoopEvent),
+}
+
+/// A job ready to run: validated, expanded, its regions computed.
+pub(crate) struct PreparedJob {
+    pub(crate) id: JobId,
+    pub(crate) name: String,
+    pub(crate) graph: Arc<ExecutionGraph>,
+    pub(crate) regions: Arc<PipelinedRegions>,
+    pub(crate) options: JobOptions,
+    pub(crate) submitted: Instant,
+}
+
+/// What the loop needs of the JobManager.
+pub(crate) struct LoopContext<'a> {
+    pub(crate) registry: &'a Registry,
+    pub(crate) blob_writer: Arc<dyn BlobWriter>,
+    pub(crate) scheduler: SchedulerConfig,
+    pub(crate) rpc_timeout_ms: u64,
+}
+
+const NO_TASK_MANAGER: u32 = u32::MAX;
+
+struct JobRun<'a> {
+    ctx: &'a LoopContext<'a>,
+    job: &'a PreparedJob,
+    scheduler: Scheduler,
+    factory: TaskDeploymentDescriptorFactory,
+    started: Instant,
+    /// Per execution vertex, the TaskManager of its current attempt.
+    deployed_on: Vec<u32>,
+    tasks_per_task_manager: HashMap<TaskManagerId, u64>,
+    participants: BTreeSet<TaskManagerId>,
+    /// Submissions awaiting their acknowledgement, with their deadlines (ms since `started`),
+    /// in deadline order (one timeout for all, so sending order is deadline order).
+    pending_acks: HashMap<ExecutionAttemptId, u64>,
+    ack_deadlines: VecDeque<(u64, ExecutionAttemptId)>,
+    /// Work in arrival order. Messages are translated when their turn comes, against the
+    /// scheduler's state after the events before them.
+    queue: VecDeque<Pending>,
+    tasks_deployed: u64,
+    rpc_timeouts: u64,
+    max_stall: Duration,
+    first_submission: Option<Instant>,
+    last_running: Option<Instant>,
+}
+
+/// Runs `job` to its end on the registered TaskManagers. `events` must be the receiving end of
+/// `sender`, which the registry gets while the job runs.
+pub(crate) fn run_job(
+    ctx: &LoopContext<'_>,
+    job: &PreparedJob,
+    sender: Sender<LoopEvent>,
+    events: &Receiver<LoopEvent>,
+) -> JobReport {
+    let factory = match TaskDeploymentDescriptorFactory::new(
+        &job.graph,
+        job.id,
+        DeploymentConfig::for_job_type(job.graph.job_graph().job_type()),
+        Arc::clone(&ctx.blob_writer),
+    ) {
+        Ok(factory) => factory,
+        Err(e) => {
+            return JobReport {
+                job_id: job.id.to_string(),
+                job: job.name.clone(),
+                status: JobStatus::Failed.as_str().to_owned(),
+                failure_reason: Some(format!("deployment descriptors: {e}")),
+                ..JobReport::default()
+            }
+        }
+    };
+    let mut run = JobRun {
+        ctx,
+        job,
+        scheduler: Scheduler::new(
+            Arc::clone(&job.graph),
+            Arc::clone(&job.regions),
+            ctx.scheduler,
+        ),
+        factory,
+        started: Instant::now(),
+        deployed_on: vec![NO_TASK_MANAGER; job.graph.num_execution_vertices() as usize],
+        tasks_per_task_manager: HashMap::new(),
+        participants: BTreeSet::new(),
+        pending_acks: HashMap::new(),
+        ack_deadlines: VecDeque::new(),
+        queue: VecDeque::new(),
+        tasks_deployed: 0,
+        rpc_timeouts: 0,
+        max_stall: Duration::ZERO,
+        first_submission: None,
+        last_running: None,
+    };
+    {
+        // Registering as the current job and listing the TaskManagers happen under one lock, so
+        // that no registration or loss falls between them.
+        let mut registry = ctx.registry.lock();
+        registry.current_job = Some(sender);
+        registry.counters.max_rtt_ms = 0.0;
+        for record in registry.records.values_mut() {
+            record.job_tasks = 0;
+        }
+        for (id, entry) in &registry.alive {
+            run.participants.insert(*id);
+            run.push(Event::TaskManagerRegistered {
+                location: entry.location,
+                slots: entry.slots,
+            });
+        }
+    }
+    let counters_before = ctx.registry.lock().counters;
+    run.push(Event::Start);
+    run.drive(events);
+
+    let mut registry = ctx.registry.lock();
+    registry.current_job = None;
+    for entry in registry.alive.values() {
+        entry.outbox.send(&ToTaskManager::JobEnded(job.id));
+    }
+    let counters = registry.counters;
+    let task_managers = run
+        .participants
+        .iter()
+        .map(|id| {
+            let record = registry.records.get(id).cloned().unwrap_or_default();
+            TaskManagerReport {
+                id: id.to_string(),
+                slots: record.slots,
+                tasks: run.tasks_per_task_manager.get(id).copied().unwrap_or(0),
+                peak_rss_bytes: record.stats.peak_rss_bytes,
+                tdd_bytes_received: record.stats.tdd_bytes_received,
+                blob_fetches: record.stats.blob_fetches,
+                lost: record.lost,
+            }
+        })
+        .collect::<Vec<_>>();
+    drop(registry);
+    let deploy = match (run.first_submission, run.last_running) {
+        (Some(first), Some(last)) if last > first => (last - first).as_secs_f64() * 1e3,
+        _ => 0.0,
+    };
+    JobReport {
+        job_id: job.id.to_string(),
+        job: job.name.clone(),
+        status: run.scheduler.status().as_str().to_owned(),
+        failure_reason: run.scheduler.failure_reason().map(str::to_owned),
+        wall_ms: WallMs {
+            deploy,
+            total: job.submitted.elapsed().as_secs_f64() * 1e3,
+        },
+        tasks: u64::from(job.graph.num_execution_vertices()),
+        tasks_deployed: run.tasks_deployed,
+        restarts: run.scheduler.restarts(),
+        task_managers_lost: counters.lost - counters_before.lost,
+        heartbeat_timeouts: counters.heartbeat_timeouts - counters_before.heartbeat_timeouts,
+        rpc_timeouts: run.rpc_timeouts,
+        max_heartbeat_rtt_ms: counters.max_rtt_ms,
+        max_handler_stall_ms: run.max_stall.as_secs_f64() * 1e3,
+        jobmanager_peak_rss_bytes: peak_rss_bytes(),
+        blob_fetches: task_managers.iter().map(|t| t.blob_fetches).sum(),
+        task_managers,
+        killed_task_manager: None,
+        kill_skipped: None,
+    }
+}
+
+impl JobRun<'_> {
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn drive(&mut self, events: &Receiver<LoopEvent>) {
+        loop {
+            while let Some(pending) = self.queue.pop_front() {
+                let event = match pending {
+                    Pending::Event(event) => event,
+                    Pending::Message(message) => match self.translate(message) {
+                        Some(event) => event,
+                        None => continue,
+                    },
+                };
+                let now = self.now_ms();
+                let call = Instant::now();
+                let result = self.scheduler.handle(now, event.clone());
+                self.max_stall = self.max_stall.max(call.elapsed());
+                match result {
+                    Ok(commands) => self.apply(commands),
+                    // Events come from the network: a late or duplicate one is logged, never
+                    // fatal.
+                    Err(e) => tracing::warn!(job = %self.job.id, ?event, "event refused: {e}"),
+                }
+            }
+            if self.scheduler.status().is_terminal() {
+                return;
+            }
+            let now = self.now_ms();
+            let deadline = [
+                self.scheduler.next_timer(),
+                self.ack_deadlines.front().map(|(d, _)| *d),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let received = match deadline {
+                Some(at) => events.recv_timeout(Duration::from_millis(at.saturating_sub(now))),
+                None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+            };
+            match received {
+                Ok(message) => {
+                    self.queue.push_back(Pending::Message(message));
+                    // Take what else has arrived, so that a burst is handled in one pass.
+                    while let Ok(message) = events.try_recv() {
+                        self.queue.push_back(Pending::Message(message));
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.expire_acks();
+                    self.push(Event::Tick);
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    // The JobManager is shutting down.
+                    self.push(Event::Cancel);
+                    self.cancel_now();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn cancel_now(&mut self) {
+        while let Some(pending) = self.queue.pop_front() {
+            let event = match pending {
+                Pending::Event(event) => event,
+                Pending::Message(message) => match self.translate(message) {
+                    Some(event) => event,
+                    None => continue,
+                },
+            };
+            let now = self.now_ms();
+            if let Ok(commands) = self.scheduler.handle(now, event) {
+                self.apply(commands);
+            }
+        }
+    }
+
+    fn expire_acks(&mut self) {
+        let now = self.now_ms();
+        while let Some(&(deadline, attempt)) = self.ack_deadlines.front() {
+            if deadline > now {
+                break;
+            }
+            self.ack_deadlines.pop_front();
+            if self.pending_acks.get(&attempt) != Some(&deadline) {
+                continue;
+            }
+            self.pending_acks.remove(&attempt);
+            if self.is_current(attempt) && !self.state_of(attempt).is_terminal() {
+                self.rpc_timeouts += 1;
+                tracing::warn!(
+                    job = %self.job.id,
+                    vertex = attempt.vertex,
+                    attempt = attempt.attempt,
+                    timeout_ms = self.ctx.rpc_timeout_ms,
+                    "task submission not acknowledged in time: the task fails"
+                );
+                self.push(Event::TaskFailed(attempt, FailureCause::Task));
+            }
+        }
+    }
+
+    fn is_current(&self, attempt: ExecutionAttemptId) -> bool {
+        attempt.vertex < self.job.graph.num_execution_vertices()
+            && self.scheduler.attempt(ExecutionVertexIndex(attempt.vertex)) == attempt
+    }
+
+    fn state_of(&self, attempt: ExecutionAttemptId) -> ExecutionState {
+        self.scheduler.state(ExecutionVertexIndex(attempt.vertex))
+    }
+
+    fn push(&mut self, event: Event) {
+        self.queue.push_back(Pending::Event(event));
+    }
+
+    /// Turns a message into a scheduler event, against the scheduler's current state; stale
+    /// messages (an older attempt, a state the attempt has left) give none.
+    fn translate(&mut self, event: LoopEvent) -> Option<Event> {
+        match event {
+            LoopEvent::TaskManagerRegistered { location, slots } => {
+                self.participants.insert(location.id);
+                Some(Event::TaskManagerRegistered { location, slots })
+            }
+            LoopEvent::TaskManagerLost(id) => Some(Event::TaskManagerLost(id)),
+            LoopEvent::Cancel => Some(Event::Cancel),
+            LoopEvent::Acknowledged { attempt, refused } => {
+                self.pending_acks.remove(&attempt);
+                let reason = refused?;
+                if !self.is_current(attempt) || self.state_of(attempt).is_terminal() {
+                    return None;
+                }
+                tracing::warn!(job = %self.job.id, vertex = attempt.vertex, "task refused: {reason}");
+                Some(Event::TaskFailed(attempt, FailureCause::Task))
+            }
+            LoopEvent::TaskState { attempt, state } => {
+                self.pending_acks.remove(&attempt);
+                if !self.is_current(attempt) {
+                    return None;
+                }
+                let current = self.state_of(attempt);
+                match state {
+                    TaskState::Running if current == ExecutionState::Deploying => {
+                        self.last_running = Some(Instant::now());
+                        Some(Event::TaskRunning(attempt))
+                    }
+                    TaskState::Finished if current == ExecutionState::Running => {
+                        Some(Event::TaskFinished(attempt))
+                    }
+                    TaskState::Failed {
+                        reason,
+                        partition_not_found,
+                    } if !current.is_terminal() => {
+                        tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, "task failed: {reason}");
+                        let cause = match partition_not_found {
+                            Some(p) => {
+                                FailureCause::PartitionNotFound(IntermediateResultPartitionId {
+                                    result: conflux_graph::IntermediateDataSetIndex(p.result),
+                                    partition: p.partition,
+                                })
+                            }
+                            None => FailureCause::Task,
+                        };
+                        Some(Event::TaskFailed(attempt, cause))
+                    }
+                    _ => None,
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, commands: Vec<Command>) {
+        let mut deploys: Vec<(ExecutionAttemptId, AllocationId)> = Vec::new();
+        for command in commands {
+            match command {
+                Command::Deploy { tasks, .. } => deploys.extend(tasks),
+                Command::Cancel(attempt) => {
+                    let tm = self.deployed_on[attempt.vertex as usize];
+                    if tm != NO_TASK_MANAGER {
+                        if let Some(outbox) = self.ctx.registry.outbox(TaskManagerId(tm)) {
+                            outbox.send(&ToTaskManager::CancelTask(attempt));
+                        }
+                    }
+                }
+                Command::ResetVertices(vertices) => {
+                    for v in vertices {
+                        for p in self.job.graph.produced_partitions(v) {
+                            self.factory.on_producer_reset(&self.job.graph, p);
+                        }
+                    }
+                }
+                Command::ReleaseGroup { group, partitions } => {
+                    self.factory.on_group_released(group);
+                    self.release(&partitions);
+                }
+                Command::JobStatus { status, .. } if status.is_terminal() => self.factory.clear(),
+                Command::Restart(_) | Command::JobStatus { .. } => {}
+            }
+        }
+        for failure in self.factory.take_blob_failures() {
+            tracing::warn!(job = %self.job.id, %failure, "descriptor blob operation failed");
+        }
+        // A deploy of this call may already be cancelled again: ship only current, deploying
+        // attempts.
+        deploys
+            .retain(|(a, _)| self.is_current(*a) && self.state_of(*a) == ExecutionState::Deploying);
+        if !deploys.is_empty() {
+            self.deploy(deploys);
+        }
+    }
+
+    /// Tells the TaskManagers holding `partitions` to release them.
+    fn release(&mut self, partitions: &[IntermediateResultPartitionId]) {
+        let graph = &self.job.graph;
+        let mut by_task_manager: HashMap<u32, Vec<PartitionRef>> = HashMap::new();
+        for p in partitions {
+            let producer = graph.job_graph().data_set(p.result).producer;
+            let vertex = graph.execution_vertices_of(producer).start + p.partition;
+            let tm = self.deployed_on[vertex as usize];
+            if tm != NO_TASK_MANAGER {
+                by_task_manager.entry(tm).or_default().push(PartitionRef {
+                    result: p.result.0,
+                    partition: p.partition,
+                });
+            }
+        }
+        for (tm, partitions) in by_task_manager {
+            if let Some(outbox) = self.ctx.registry.outbox(TaskManagerId(tm)) {
+                outbox.send(&ToTaskManager::ReleasePartitions {
+                    job: self.job.id,
+                    partitions,
+                });
+            }
+        }
+    }
+
+    fn deploy(&mut self, deploys: Vec<(ExecutionAttemptId, AllocationId)>) {
+        let graph = Arc::clone(&self.job.graph);
+        for (a, _) in &deploys {
+            if let Err(e) =
+                self.factory
+                    .prepare_groups(&graph, ExecutionVertexIndex(a.vertex), &self.scheduler)
+            {
+                tracing::warn!(job = %self.job.id, vertex = a.vertex, "descriptor groups: {e}");
+            }
+        }
+        let options = &self.job.options;
+        let factory = &self.factory;
+        let frames: Vec<Result<bytes::Bytes, String>> = deploys
+            .par_iter()
+            .map(|(a, slot)| {
+                let tdd = factory
+                    .create(&graph, *a, *slot)
+                    .map_err(|e| e.to_string())?;
+                let bytes = encode_tdd(&tdd).map_err(|e| e.to_string())?;
+                Ok(encode(&ToTaskManager::SubmitTask {
+                    tdd: bytes::Bytes::from(bytes),
+                    task: synthetic_task(options, *a),
+                }))
+            })
+            .collect();
+        let outboxes: HashMap<TaskManagerId, Outbox> = {
+            let registry = self.ctx.registry.lock();
+            deploys
+                .iter()
+                .filter_map(|(_, slot)| {
+                    registry
+                        .alive
+                        .get(&slot.task_manager)
+                        .map(|e| (slot.task_manager, e.outbox.clone()))
+                })
+                .collect()
+        };
+        let now = self.now_ms();
+        let deadline = now + self.ctx.rpc_timeout_ms;
+        self.first_submission.get_or_insert_with(Instant::now);
+        let mut per_task_manager: HashMap<TaskManagerId, u64> = HashMap::new();
+        for ((attempt, slot), frame) in deploys.into_iter().zip(frames) {
+            let frame = match frame {
+                Ok(frame) => frame,
+                Err(e) => {
+                    tracing::warn!(job = %self.job.id, vertex = attempt.vertex, "descriptor: {e}");
+                    self.push(Event::TaskFailed(attempt, FailureCause::Task));
+                    continue;
+                }
+            };
+            self.deployed_on[attempt.vertex as usize] = slot.task_manager.0;
+            self.tasks_deployed += 1;
+            *self
+                .tasks_per_task_manager
+                .entry(slot.task_manager)
+                .or_default() += 1;
+            *per_task_manager.entry(slot.task_manager).or_default() += 1;
+            // A TaskManager lost since the scheduler chose it: its loss event is queued and
+            // fails the task; the acknowledgement timeout covers a message lost on the way.
+            if let Some(outbox) = outboxes.get(&slot.task_manager) {
+                outbox.send_encoded(frame);
+            }
+            self.pending_acks.insert(attempt, deadline);
+            self.ack_deadlines.push_back((deadline, attempt));
+        }
+        let mut registry = self.ctx.registry.lock();
+        for (tm, n) in per_task_manager {
+            if let Some(record) = registry.records.get_mut(&tm) {
+                record.job_tasks += n;
+            }
+        }
+    }
+}
+
+/// The synthetic behaviour of an attempt: a duration drawn from the job's seed and the attempt,
+/// so that a run is reproducible whatever the order of messages.
+pub(crate) fn synthetic_task(options: &JobOptions, attempt: ExecutionAttemptId) -> SyntheticTask {
+    let salt = (u64::from(attempt.vertex) << 32) | u64::from(attempt.attempt);
+    let mut rng = SplitMix64::new(options.seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let (lo, hi) = options.task_duration_ms;
+    SyntheticTask {
+        duration_ms: rng.between(lo, hi.max(lo)),
+        fail: false,
+    }
+}

@@ -1,0 +1,300 @@
+//! The JobManager's network side: the accept loop (a bounded number of connections, a
+//! handshake deadline) and one task per connection. A malformed, oversized or unknown frame
+//! closes that connection with a logged error; nothing here can stop the process.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+
+use conflux_common::SplitMix64;
+use conflux_deploy::TaskManagerId;
+
+use crate::config::MAX_SUBMISSION_BYTES;
+use crate::connection::{
+    accept_hello, decode, encode, framed, next_frame, send_reply, FramedStream, RpcError,
+    MAX_HANDSHAKE_FRAME_BYTES,
+};
+use crate::jobmanager::job_loop::LoopEvent;
+use crate::jobmanager::registry::{LossReason, Outbox, OutboxReceiver};
+use crate::jobmanager::{submit, Shared};
+use crate::protocol::{
+    ClientRequest, ClientResponse, HandshakeReply, Hello, Role, TaskManagerRegistration,
+    ToJobManager, Welcome,
+};
+
+pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let permits = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors and the like: wait instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = shared.shutdown.notified() => return,
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            tracing::warn!(%peer, limit = shared.config.max_connections, "connection refused: too many connections");
+            let mut conn = framed(stream, MAX_HANDSHAKE_FRAME_BYTES);
+            let _ = tokio::time::timeout(
+                Duration::from_secs(1),
+                send_reply(
+                    &mut conn,
+                    &HandshakeReply::Refused(format!(
+                        "the JobManager accepts at most {} connections",
+                        shared.config.max_connections
+                    )),
+                ),
+            )
+            .await;
+            continue;
+        };
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let peer = peer.to_string();
+            if let Err(e) = serve(stream, &peer, &shared).await {
+                match e {
+                    RpcError::Closed(_) => tracing::debug!("{e}"),
+                    _ => tracing::warn!("connection closed: {e}"),
+                }
+            }
+            drop(permit);
+        });
+    }
+}
+
+async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<(), RpcError> {
+    let _ = stream.set_nodelay(true);
+    let mut conn = framed(stream, MAX_HANDSHAKE_FRAME_BYTES);
+    let timeout = Duration::from_millis(shared.config.rpc.handshake_timeout_ms);
+    let Hello { token, role } = accept_hello(&mut conn, peer, timeout).await?;
+    if shared.config.rpc.token.is_some() && token != shared.config.rpc.token {
+        let reason = if token.is_none() {
+            "this JobManager requires a token"
+        } else {
+            "wrong token"
+        };
+        send_reply(&mut conn, &HandshakeReply::Refused(reason.into())).await?;
+        return Err(RpcError::Refused {
+            peer: peer.to_owned(),
+            reason: format!("refused its hello: {reason}"),
+        });
+    }
+    let welcome = |task_manager_id| {
+        HandshakeReply::Welcome(Welcome {
+            task_manager_id,
+            blob_server_url: shared.blob_server_url.clone(),
+            heartbeat_interval_ms: shared.config.heartbeat.interval_ms,
+            heartbeat_timeout_ms: shared.config.heartbeat.timeout_ms,
+        })
+    };
+    match role {
+        Role::Client => {
+            send_reply(&mut conn, &welcome(None)).await?;
+            conn.codec_mut()
+                .set_max_frame_length(MAX_SUBMISSION_BYTES + (1 << 20));
+            serve_client(conn, peer, shared).await
+        }
+        Role::TaskManager(registration) => {
+            let (outbox, receiver) = Outbox::new();
+            let closed = Arc::new(tokio::sync::Notify::new());
+            let TaskManagerRegistration {
+                slots,
+                data_address,
+                pid,
+            } = registration;
+            // Send the welcome before the registry forwards the registration: the first
+            // deployment must not overtake it.
+            let id =
+                shared
+                    .registry
+                    .register(slots, data_address, pid, outbox, Arc::clone(&closed));
+            if let Err(e) = send_reply(&mut conn, &welcome(Some(id))).await {
+                shared.registry.lose(id, LossReason::ConnectionClosed);
+                return Err(e);
+            }
+            tracing::info!(task_manager = %id, %peer, slots, %data_address, pid, "TaskManager registered");
+            conn.codec_mut()
+                .set_max_frame_length(shared.config.rpc.max_frame_bytes);
+            let result = serve_task_manager(conn, peer, id, receiver, closed, shared).await;
+            if shared.registry.lose(id, LossReason::ConnectionClosed) {
+                tracing::warn!(task_manager = %id, "TaskManager lost: {}", match &result {
+                    Ok(()) => "connection closed".to_owned(),
+                    Err(e) => e.to_string(),
+                });
+            }
+            result
+        }
+    }
+}
+
+/// Writes queued messages to a TaskManager, heartbeats first, with the injected faults.
+async fn write_task_manager(
+    mut sink: futures_util::stream::SplitSink<FramedStream, bytes::Bytes>,
+    mut outbox: OutboxReceiver,
+    faults: crate::config::RpcFaults,
+    id: TaskManagerId,
+) {
+    let mut rng = SplitMix64::new(faults.seed ^ u64::from(id.0).wrapping_mul(0x9e37_79b9));
+    loop {
+        let frame = tokio::select! {
+            biased;
+            Some(frame) = outbox.priority.recv() => frame,
+            Some(frame) = outbox.normal.recv() => frame,
+            else => return,
+        };
+        if faults.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(faults.delay_ms)).await;
+        }
+        if faults.drop_rate > 0.0 && rng.chance(faults.drop_rate) {
+            tracing::debug!(task_manager = %id, "injected fault: message dropped");
+            continue;
+        }
+        if let Err(e) = sink.feed(frame).await {
+            tracing::debug!(task_manager = %id, "write failed: {e}");
+            return;
+        }
+        // Flush when nothing else is queued, so that bursts go out in few writes.
+        if outbox.priority.is_empty() && outbox.normal.is_empty() && sink.flush().await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn serve_task_manager(
+    conn: FramedStream,
+    peer: &str,
+    id: TaskManagerId,
+    outbox: OutboxReceiver,
+    closed: Arc<tokio::sync::Notify>,
+    shared: &Arc<Shared>,
+) -> Result<(), RpcError> {
+    let (sink, mut stream) = conn.split();
+    let mut writer = tokio::spawn(write_task_manager(
+        sink,
+        outbox,
+        shared.config.rpc.faults,
+        id,
+    ));
+    // The heartbeat loop decides liveness; this bound only ends a reader whose TaskManager was
+    // lost without its socket closing.
+    let idle = Duration::from_millis(shared.config.heartbeat.timeout_ms.saturating_mul(2));
+    let mut frame = 1u64;
+    let mut dropped_by_us = false;
+    let result = loop {
+        let body = tokio::select! {
+            body = next_frame(&mut stream, peer, frame, "message", idle) => body,
+            () = closed.notified() => {
+                dropped_by_us = true;
+                break Ok(());
+            }
+        };
+        let body = match body {
+            Ok(body) => body,
+            Err(e) => break Err(e),
+        };
+        let message: ToJobManager = match decode(&body, peer, frame, "TaskManager message") {
+            Ok(message) => message,
+            Err(e) => break Err(e),
+        };
+        frame += 1;
+        match message {
+            ToJobManager::HeartbeatResponse { seq, stats } => {
+                shared.registry.heartbeat_answered(id, seq, stats);
+            }
+            ToJobManager::SubmitAcknowledged { attempt, refused } => {
+                forward(shared, LoopEvent::Acknowledged { attempt, refused });
+            }
+            ToJobManager::TaskStateChanged {
+                attempt,
+                state,
+                stats,
+            } => {
+                shared.registry.update_stats(id, stats);
+                forward(shared, LoopEvent::TaskState { attempt, state });
+            }
+        }
+    };
+    if dropped_by_us {
+        // The registry dropped the outbox: the writer sends what is queued (a disconnect) and
+        // ends.
+        if tokio::time::timeout(Duration::from_secs(1), &mut writer)
+            .await
+            .is_err()
+        {
+            writer.abort();
+        }
+    } else {
+        writer.abort();
+    }
+    result
+}
+
+fn forward(shared: &Shared, event: LoopEvent) {
+    if let Some(job) = &shared.registry.lock().current_job {
+        let _ = job.send(event);
+    }
+}
+
+async fn serve_client(
+    mut conn: FramedStream,
+    peer: &str,
+    shared: &Arc<Shared>,
+) -> Result<(), RpcError> {
+    let idle = Duration::from_millis(shared.config.client_idle_timeout_ms);
+    let mut frame = 1u64;
+    loop {
+        let body = match next_frame(&mut conn, peer, frame, "request", idle).await {
+            Err(RpcError::Closed(_)) => return Ok(()),
+            other => other?,
+        };
+        let request: ClientRequest = decode(&body, peer, frame, "client request")?;
+        frame += 1;
+        let response = match request {
+            ClientRequest::Submit(submission) => match submit(shared, submission).await {
+                Ok(job) => ClientResponse::Submitted(job),
+                Err(e) => ClientResponse::Error(e.to_string()),
+            },
+            ClientRequest::List => ClientResponse::Jobs(shared.jobs.list()),
+            ClientRequest::Cancel(job) => match shared.jobs.cancel(job) {
+                Ok(()) => ClientResponse::Canceled(job),
+                Err(e) => ClientResponse::Error(e.to_string()),
+            },
+            ClientRequest::Wait(job) => {
+                let wait = shared.jobs.wait(job);
+                tokio::pin!(wait);
+                // A client that goes away while waiting frees its connection.
+                let result = loop {
+                    tokio::select! {
+                        result = &mut wait => break result,
+                        next = conn.next() => if next.is_none() { return Ok(()) },
+                    }
+                };
+                match result {
+                    Ok(report) => match serde_json_report(&report) {
+                        Ok(json) => ClientResponse::Report(json),
+                        Err(e) => ClientResponse::Error(e),
+                    },
+                    Err(e) => ClientResponse::Error(e.to_string()),
+                }
+            }
+        };
+        conn.send(encode(&response))
+            .await
+            .map_err(|source| RpcError::Io {
+                peer: peer.to_owned(),
+                source,
+            })?;
+    }
+}
+
+fn serde_json_report(report: &crate::report::JobReport) -> Result<String, String> {
+    crate::report::to_json(report)
+}

@@ -1,0 +1,256 @@
+//! The messages JobManager, TaskManagers and clients exchange (Flink's `TaskExecutorGateway`,
+//! `JobMasterGateway` and `DispatcherGateway`, reduced to what Conflux runs).
+//!
+//! Every message is one frame of [`connection`](crate::connection): MessagePack (rmp-serde) of
+//! the types below. The first frame of a connection is a [`Hello`] and its answer a
+//! [`HandshakeReply`], both behind a fixed prefix (magic `CFXR`, protocol version as `u32`
+//! little-endian) that every version keeps, so that a peer of another version is refused with
+//! a message naming both versions instead of a decode error.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use conflux_blob_api::JobId;
+use conflux_deploy::{ExecutionAttemptId, TaskManagerId};
+use serde::{Deserialize, Serialize};
+
+/// The version of this protocol. A peer of another version is refused at the handshake.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The first four bytes of a handshake frame.
+pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
+
+/// The first frame a connecting peer sends (after the fixed prefix).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// The shared secret, when the JobManager requires one.
+    pub token: Option<String>,
+    /// Who connects.
+    pub role: Role,
+}
+
+/// Who is connecting.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Role {
+    /// A TaskManager registering its slots (Flink's `registerTaskExecutor` and slot report).
+    TaskManager(TaskManagerRegistration),
+    /// A client submitting, listing or cancelling jobs (`conflux submit`, `list`, `cancel`).
+    Client,
+}
+
+/// What a TaskManager tells the JobManager when it registers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskManagerRegistration {
+    /// Slots it offers (its slot report: all free at registration).
+    pub slots: u32,
+    /// Where its data server listens; the address its produced partitions' ShuffleDescriptors
+    /// carry.
+    pub data_address: SocketAddr,
+    /// Its operating-system process id, for operators (and for `conflux cluster`'s kill fault).
+    pub pid: u32,
+}
+
+/// The JobManager's answer to a [`Hello`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HandshakeReply {
+    /// Accepted.
+    Welcome(Welcome),
+    /// Refused, and why (wrong token, full, ...). The connection is closed after it.
+    Refused(String),
+}
+
+/// What a registered peer learns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Welcome {
+    /// The id the JobManager gave a TaskManager (`None` for clients).
+    pub task_manager_id: Option<TaskManagerId>,
+    /// The blob server's base URL (`http://host:port`), from which offloaded data is fetched.
+    pub blob_server_url: String,
+    /// The heartbeat interval the JobManager uses, ms.
+    pub heartbeat_interval_ms: u64,
+    /// After this long without a heartbeat request the TaskManager considers its JobManager
+    /// lost, ms.
+    pub heartbeat_timeout_ms: u64,
+}
+
+/// A partition named by its intermediate result and partition number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct PartitionRef {
+    /// The intermediate result (data set index).
+    pub result: u32,
+    /// The partition number (the producer's subtask).
+    pub partition: u32,
+}
+
+/// How a synthetic task behaves: it loads its input gates, runs for `duration_ms`, then
+/// finishes, or fails when `fail` is set. Chosen by the JobManager from its seed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyntheticTask {
+    /// How long it runs, ms.
+    pub duration_ms: u64,
+    /// Fail at the end instead of finishing (an injected task failure).
+    pub fail: bool,
+}
+
+/// JobManager to TaskManager.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToTaskManager {
+    /// Answer with [`ToJobManager::HeartbeatResponse`] carrying the same `seq`.
+    HeartbeatRequest {
+        /// Sequence number of the request.
+        seq: u64,
+    },
+    /// Run a task (Flink's `submitTask`): the TDD as [`conflux_deploy::encode_tdd`] wrote it.
+    /// Answered with [`ToJobManager::SubmitAcknowledged`].
+    SubmitTask {
+        /// The encoded task deployment descriptor.
+        tdd: Bytes,
+        /// What the synthetic task does.
+        task: SyntheticTask,
+    },
+    /// Cancel an attempt (Flink's `cancelTask`); unknown attempts are ignored.
+    CancelTask(ExecutionAttemptId),
+    /// The partitions are no longer needed (Flink's `releasePartitions`).
+    ReleasePartitions {
+        /// Their job.
+        job: JobId,
+        /// The partitions.
+        partitions: Vec<PartitionRef>,
+    },
+    /// The job ended: drop what is cached for it (descriptor groups, blobs).
+    JobEnded(JobId),
+    /// The JobManager drops this TaskManager (Flink's `disconnectJobManager`), and why.
+    Disconnect(String),
+}
+
+/// The state a task reports (Flink's `updateTaskExecutionState`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskState {
+    /// Its inputs are loaded and it runs.
+    Running,
+    /// It finished; its partitions are complete.
+    Finished,
+    /// It failed.
+    Failed {
+        /// Why, for logs.
+        reason: String,
+        /// A partition it could not read (Flink's `PartitionNotFoundException`).
+        partition_not_found: Option<PartitionRef>,
+    },
+}
+
+/// A TaskManager's counters, sent with heartbeats and task states.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskManagerStats {
+    /// Tasks submitted to it.
+    pub tasks: u64,
+    /// Bytes of encoded TDDs it received.
+    pub tdd_bytes_received: u64,
+    /// Blobs its BlobCache fetched from the blob server.
+    pub blob_fetches: u64,
+    /// Its peak resident set size, bytes (0 where the platform does not tell).
+    pub peak_rss_bytes: u64,
+}
+
+/// TaskManager to JobManager.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToJobManager {
+    /// The answer to a heartbeat request.
+    HeartbeatResponse {
+        /// The request's sequence number.
+        seq: u64,
+        /// Its counters.
+        stats: TaskManagerStats,
+    },
+    /// A submitted task was accepted (or refused, with the reason: it then fails).
+    SubmitAcknowledged {
+        /// The attempt.
+        attempt: ExecutionAttemptId,
+        /// `None` when accepted; else why not.
+        refused: Option<String>,
+    },
+    /// A task's state changed.
+    TaskStateChanged {
+        /// The attempt.
+        attempt: ExecutionAttemptId,
+        /// Its new state.
+        state: TaskState,
+        /// The TaskManager's counters at that moment.
+        stats: TaskManagerStats,
+    },
+}
+
+/// How a submitted job runs (the synthetic task settings and input overrides).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobOptions {
+    /// Seed of task durations and injected failures.
+    pub seed: u64,
+    /// Task durations are drawn uniformly from this inclusive range, ms.
+    pub task_duration_ms: (u64, u64),
+    /// Overrides every vertex's parallelism (`--parallelism`).
+    pub parallelism: Option<u32>,
+    /// Parallelism of vertices that leave it open (`--default-parallelism`).
+    pub default_parallelism: Option<u32>,
+}
+
+impl Default for JobOptions {
+    fn default() -> Self {
+        JobOptions {
+            seed: 0,
+            task_duration_ms: (1_000, 2_000),
+            parallelism: None,
+            default_parallelism: None,
+        }
+    }
+}
+
+/// A job as a client submits it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSubmission {
+    /// The file's bytes: job graph JSON or a Flink plan.
+    pub job: Bytes,
+    /// Where it came from, for messages (a file name).
+    pub source: String,
+    /// How it runs.
+    pub options: JobOptions,
+}
+
+/// A client's request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientRequest {
+    /// Submit a job; answered with [`ClientResponse::Submitted`].
+    Submit(JobSubmission),
+    /// List the jobs; answered with [`ClientResponse::Jobs`].
+    List,
+    /// Cancel a job; answered with [`ClientResponse::Canceled`].
+    Cancel(JobId),
+    /// Wait for a job to end; answered with [`ClientResponse::Report`] (as JSON).
+    Wait(JobId),
+}
+
+/// One job as `list` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobSummary {
+    /// Its id.
+    pub job: JobId,
+    /// Its name.
+    pub name: String,
+    /// `QUEUED` (waiting for the job before it), or a [`JobStatus`](conflux_scheduler::JobStatus)
+    /// name.
+    pub status: String,
+}
+
+/// The JobManager's answer to a client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientResponse {
+    /// The job was accepted under this id.
+    Submitted(JobId),
+    /// The jobs, in submission order.
+    Jobs(Vec<JobSummary>),
+    /// The job is being cancelled.
+    Canceled(JobId),
+    /// The job's report, as JSON text (the keys of [`JobReport`](crate::JobReport)).
+    Report(String),
+    /// The request failed, and why.
+    Error(String),
+}

@@ -1,0 +1,104 @@
+//! What a job run on the cluster did: the report `conflux submit` and `conflux cluster` print.
+//! Its JSON keys are a contract (documented in the README); keep them stable.
+
+use serde::{Deserialize, Serialize};
+
+/// Wall times, ms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WallMs {
+    /// From the first task submission to the last task RUNNING.
+    pub deploy: f64,
+    /// From the submission (for `cluster`: from its start, before spawning TaskManagers) to the
+    /// job's terminal status.
+    pub total: f64,
+}
+
+/// One TaskManager in a [`JobReport`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskManagerReport {
+    /// Its id (`tm-3`).
+    pub id: String,
+    /// Slots it offered.
+    pub slots: u32,
+    /// Tasks of this job submitted to it.
+    pub tasks: u64,
+    /// Its peak resident set size as it last reported, bytes.
+    pub peak_rss_bytes: u64,
+    /// Encoded TDD bytes it received (all jobs).
+    pub tdd_bytes_received: u64,
+    /// Blobs it fetched from the blob server (all jobs).
+    pub blob_fetches: u64,
+    /// Whether it was lost during the job.
+    pub lost: bool,
+}
+
+/// The TaskManager `conflux cluster --kill-task-manager-after-ms` killed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KilledTaskManager {
+    /// Its id.
+    pub id: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Tasks deployed to it when it was killed.
+    pub tasks: u64,
+    /// When, ms after the submission.
+    pub after_ms: u64,
+}
+
+/// What a job did on the cluster.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct JobReport {
+    /// The job's id (32 hex digits).
+    pub job_id: String,
+    /// Its name.
+    pub job: String,
+    /// `FINISHED`, `FAILED` or `CANCELED`.
+    pub status: String,
+    /// Why it failed, if it did.
+    pub failure_reason: Option<String>,
+    /// Wall times.
+    pub wall_ms: WallMs,
+    /// Execution vertices of the job.
+    pub tasks: u64,
+    /// Task submissions, restarts included.
+    pub tasks_deployed: u64,
+    /// Restarts granted by the restart strategy.
+    pub restarts: u32,
+    /// TaskManagers lost while the job ran (heartbeat timeouts and closed connections).
+    pub task_managers_lost: u64,
+    /// Of those, the ones that missed the heartbeat timeout.
+    pub heartbeat_timeouts: u64,
+    /// Task submissions that were not acknowledged within the RPC timeout.
+    pub rpc_timeouts: u64,
+    /// The longest heartbeat round trip while the job ran, ms.
+    pub max_heartbeat_rtt_ms: f64,
+    /// The longest single scheduler call, ms.
+    pub max_handler_stall_ms: f64,
+    /// The JobManager process's peak resident set size, bytes.
+    pub jobmanager_peak_rss_bytes: u64,
+    /// Per TaskManager that took part, by id.
+    pub task_managers: Vec<TaskManagerReport>,
+    /// Blobs fetched by all TaskManagers from the blob server (every offloaded group once per
+    /// TaskManager when caches work).
+    pub blob_fetches: u64,
+    /// The killed TaskManager, if `conflux cluster` killed one.
+    pub killed_task_manager: Option<KilledTaskManager>,
+    /// Why nothing was killed although a kill was asked for.
+    pub kill_skipped: Option<String>,
+}
+
+/// The report as JSON text.
+///
+/// # Errors
+/// Never for reports this crate builds (non-finite numbers aside); the message otherwise.
+pub fn to_json(report: &JobReport) -> Result<String, String> {
+    serde_json::to_string(report).map_err(|e| e.to_string())
+}
+
+/// Reads a report that [`to_json`] wrote.
+///
+/// # Errors
+/// The parser's message when the text is not a report.
+pub fn from_json(text: &str) -> Result<JobReport, String> {
+    serde_json::from_str(text).map_err(|e| e.to_string())
+}

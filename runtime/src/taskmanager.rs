@@ -1,0 +1,334 @@
+//! The TaskManager (Flink's `TaskExecutor`): registers its slots with a JobManager, answers its
+//! heartbeats, runs the tasks it is sent, and registers again when it loses its JobManager.
+//!
+//! One session per registration: a reader that answers heartbeats at once and starts tasks, and
+//! a writer that sends heartbeat answers before queued task states. Tasks run on tokio; loading
+//! their input gates (blob fetch and decode) runs on the blocking pool.
+
+mod data_server;
+mod gate_loader;
+mod task;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use conflux_blob::{BlobCache, BlobCacheConfig};
+use conflux_deploy::{decode_tdd, ExecutionAttemptId};
+use futures_util::{SinkExt, StreamExt};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use crate::config::TaskManagerConfig;
+use crate::connection::{connect, decode, encode, next_frame, FramedStream, RpcError};
+use crate::protocol::{
+    Hello, Role, TaskManagerRegistration, TaskManagerStats, ToJobManager, ToTaskManager, Welcome,
+};
+use crate::rss::peak_rss_bytes;
+use gate_loader::GateLoader;
+
+/// Why a TaskManager stopped for good.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TaskManagerError {
+    /// Its data directory or data server could not be set up.
+    #[error("TaskManager set-up: {0}")]
+    Setup(String),
+    /// The JobManager refused it for a reason retrying cannot fix (protocol version, token).
+    #[error("{0}")]
+    Refused(RpcError),
+}
+
+/// Counters of a TaskManager, shared by its sessions and tasks.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) tasks: AtomicU64,
+    pub(crate) tdd_bytes_received: AtomicU64,
+    /// Blob fetches of the caches of ended sessions.
+    pub(crate) blob_fetches_before: AtomicU64,
+}
+
+/// What tasks of one session share.
+pub(crate) struct SessionContext {
+    pub(crate) blob_cache: Arc<BlobCache>,
+    pub(crate) gates: GateLoader,
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) updates: mpsc::UnboundedSender<Bytes>,
+    pub(crate) running: Mutex<HashMap<ExecutionAttemptId, AbortHandle>>,
+    /// The last peak RSS read and when.
+    rss: Mutex<(std::time::Instant, u64)>,
+}
+
+impl SessionContext {
+    pub(crate) fn stats(&self) -> TaskManagerStats {
+        TaskManagerStats {
+            tasks: self.counters.tasks.load(Ordering::Relaxed),
+            tdd_bytes_received: self.counters.tdd_bytes_received.load(Ordering::Relaxed),
+            blob_fetches: self.counters.blob_fetches_before.load(Ordering::Relaxed)
+                + self.blob_cache.stats().server_fetches,
+            peak_rss_bytes: self.peak_rss(),
+        }
+    }
+
+    /// The peak RSS, read from the system at most every 100 ms (messages are frequent).
+    fn peak_rss(&self) -> u64 {
+        let mut cached = lock(&self.rss);
+        if cached.0.elapsed() > Duration::from_millis(100) || cached.1 == 0 {
+            *cached = (std::time::Instant::now(), peak_rss_bytes());
+        }
+        cached.1
+    }
+
+    pub(crate) fn send(&self, message: &ToJobManager) {
+        let _ = self.updates.send(encode(message));
+    }
+}
+
+/// A TaskManager process's main loop.
+#[derive(Debug)]
+pub struct TaskManager;
+
+impl TaskManager {
+    /// Runs until `shutdown` completes: binds the data server, registers with the JobManager,
+    /// serves it, and registers again (with back-off) whenever the connection or the heartbeats
+    /// stop. Must be called within a multi-thread tokio runtime.
+    ///
+    /// # Errors
+    /// [`TaskManagerError::Setup`] when the data directory or data server cannot be set up;
+    /// [`TaskManagerError::Refused`] when the JobManager speaks another protocol version or
+    /// refuses the token.
+    pub async fn run(
+        config: TaskManagerConfig,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> Result<(), TaskManagerError> {
+        tokio::pin!(shutdown);
+        std::fs::create_dir_all(&config.data_dir).map_err(|e| {
+            TaskManagerError::Setup(format!("data directory {}: {e}", config.data_dir.display()))
+        })?;
+        let data_address = data_server::start(config.advertised_host)
+            .await
+            .map_err(|e| TaskManagerError::Setup(format!("data server: {e}")))?;
+        let counters = Arc::new(Counters::default());
+        let gates = GateLoader::start()
+            .map_err(|e| TaskManagerError::Setup(format!("gate loader thread: {e}")))?;
+        let hello = Hello {
+            token: config.token.clone(),
+            role: Role::TaskManager(TaskManagerRegistration {
+                slots: config.slots,
+                data_address,
+                pid: std::process::id(),
+            }),
+        };
+        let timeout = Duration::from_millis(config.connect_timeout_ms);
+        let mut backoff = config.retry_interval_ms.max(1);
+        loop {
+            let attempt = tokio::select! {
+                attempt = connect(&config.jobmanager, &hello, config.max_frame_bytes, timeout) => attempt,
+                () = &mut shutdown => return Ok(()),
+            };
+            match attempt {
+                Ok((conn, welcome)) => {
+                    backoff = config.retry_interval_ms.max(1);
+                    let session =
+                        session(conn, welcome, &config, gates.clone(), Arc::clone(&counters));
+                    tokio::select! {
+                        end = session => match end {
+                            SessionEnd::Disconnected(reason) => tracing::info!(jobmanager = %config.jobmanager, "disconnected by the JobManager ({reason}); registering again"),
+                            SessionEnd::Lost(reason) => tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again"),
+                        },
+                        () = &mut shutdown => return Ok(()),
+                    }
+                }
+                Err(e @ (RpcError::VersionMismatch { .. } | RpcError::Refused { .. }))
+                    if is_fatal(&e) =>
+                {
+                    return Err(TaskManagerError::Refused(e));
+                }
+                Err(e) => tracing::info!("registration failed: {e}; retrying in {backoff} ms"),
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(backoff)) => {}
+                () = &mut shutdown => return Ok(()),
+            }
+            backoff = (backoff * 2).min(config.retry_interval_ms.max(1) * 10);
+        }
+    }
+}
+
+/// Refusals retrying cannot fix.
+fn is_fatal(e: &RpcError) -> bool {
+    match e {
+        RpcError::VersionMismatch { .. } => true,
+        RpcError::Refused { reason, .. } => {
+            reason.contains("token") || reason.contains("protocol version")
+        }
+        _ => false,
+    }
+}
+
+/// Why a session ended.
+enum SessionEnd {
+    /// The JobManager said goodbye (it is shutting down).
+    Disconnected(String),
+    /// The connection or the heartbeats stopped.
+    Lost(String),
+}
+
+/// One registration: serves the JobManager until it is lost. Returns why the session ended.
+async fn session(
+    conn: FramedStream,
+    welcome: Welcome,
+    config: &TaskManagerConfig,
+    gates: GateLoader,
+    counters: Arc<Counters>,
+) -> SessionEnd {
+    let Some(id) = welcome.task_manager_id else {
+        return SessionEnd::Lost("the JobManager sent no TaskManager id".into());
+    };
+    let mut cache_config = BlobCacheConfig::new(config.data_dir.join("blob-cache"));
+    cache_config.server_url = Some(welcome.blob_server_url.clone());
+    cache_config.auth_token = config.token.clone();
+    let blob_cache = match BlobCache::new(cache_config, tokio::runtime::Handle::current()) {
+        Ok(cache) => Arc::new(cache),
+        Err(e) => return SessionEnd::Lost(format!("blob cache: {e}")),
+    };
+    tracing::info!(task_manager = %id, jobmanager = %config.jobmanager, "registered");
+    let (sink, mut stream) = conn.split();
+    let (priority_tx, priority_rx) = mpsc::unbounded_channel::<Bytes>();
+    let (updates_tx, updates_rx) = mpsc::unbounded_channel::<Bytes>();
+    let writer = tokio::spawn(write_job_manager(sink, priority_rx, updates_rx));
+    let ctx = Arc::new(SessionContext {
+        blob_cache: Arc::clone(&blob_cache),
+        gates,
+        counters: Arc::clone(&counters),
+        updates: updates_tx,
+        running: Mutex::new(HashMap::new()),
+        rss: Mutex::new((std::time::Instant::now(), 0)),
+    });
+    let peer = config.jobmanager.as_str();
+    let timeout = Duration::from_millis(
+        config
+            .heartbeat_timeout_ms
+            .unwrap_or(welcome.heartbeat_timeout_ms)
+            .max(1),
+    );
+    let mut frame = 1u64;
+    let end = loop {
+        let body = match next_frame(&mut stream, peer, frame, "heartbeat or task", timeout).await {
+            Ok(body) => body,
+            Err(e) => break SessionEnd::Lost(e.to_string()),
+        };
+        let message: ToTaskManager = match decode(&body, peer, frame, "JobManager message") {
+            Ok(message) => message,
+            Err(e) => break SessionEnd::Lost(e.to_string()),
+        };
+        frame += 1;
+        match message {
+            ToTaskManager::HeartbeatRequest { seq } => {
+                let answer = ToJobManager::HeartbeatResponse {
+                    seq,
+                    stats: ctx.stats(),
+                };
+                if priority_tx.send(encode(&answer)).is_err() {
+                    break SessionEnd::Lost("the connection's writer stopped".into());
+                }
+            }
+            ToTaskManager::SubmitTask { tdd, task } => {
+                counters.tasks.fetch_add(1, Ordering::Relaxed);
+                counters
+                    .tdd_bytes_received
+                    .fetch_add(tdd.len() as u64, Ordering::Relaxed);
+                match decode_tdd(&tdd) {
+                    Ok(tdd)
+                        if tdd.allocation.task_manager != id
+                            || tdd.allocation.slot >= config.slots =>
+                    {
+                        ctx.send(&ToJobManager::SubmitAcknowledged {
+                            attempt: tdd.execution_attempt,
+                            refused: Some(format!(
+                                "slot {} of {} is not one of {id}'s {} slots",
+                                tdd.allocation.slot, tdd.allocation.task_manager, config.slots
+                            )),
+                        });
+                    }
+                    Ok(tdd) => {
+                        let attempt = tdd.execution_attempt;
+                        ctx.send(&ToJobManager::SubmitAcknowledged {
+                            attempt,
+                            refused: None,
+                        });
+                        task::spawn(Arc::clone(&ctx), tdd, task);
+                    }
+                    // Without a decodable descriptor there is no attempt to name: the
+                    // JobManager's acknowledgement timeout fails the task.
+                    Err(e) => tracing::warn!("frame {frame}: task deployment descriptor: {e}"),
+                }
+            }
+            ToTaskManager::CancelTask(attempt) => {
+                if let Some(handle) = lock(&ctx.running).remove(&attempt) {
+                    handle.abort();
+                    tracing::debug!(
+                        vertex = attempt.vertex,
+                        attempt = attempt.attempt,
+                        "task cancelled"
+                    );
+                }
+            }
+            ToTaskManager::ReleasePartitions { job, partitions } => {
+                // Synthetic tasks hold no data: nothing to delete yet.
+                tracing::debug!(%job, partitions = partitions.len(), "partitions released");
+            }
+            ToTaskManager::JobEnded(job) => {
+                ctx.gates.clear_job(job);
+                if let Err(e) = blob_cache.release_job(job) {
+                    tracing::warn!(%job, "blob cache cleanup: {e}");
+                }
+            }
+            ToTaskManager::Disconnect(reason) => break SessionEnd::Disconnected(reason),
+        }
+    };
+    // A TaskManager that lost its JobManager cancels its tasks (Flink's
+    // `TaskExecutor.disconnectJobManagerConnection` fails them).
+    let cancelled: Vec<AbortHandle> = lock(&ctx.running).drain().map(|(_, h)| h).collect();
+    if !cancelled.is_empty() {
+        tracing::warn!(task_manager = %id, tasks = cancelled.len(), "cancelling the tasks of the lost JobManager");
+    }
+    for handle in cancelled {
+        handle.abort();
+    }
+    counters
+        .blob_fetches_before
+        .fetch_add(blob_cache.stats().server_fetches, Ordering::Relaxed);
+    writer.abort();
+    end
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Sends heartbeat answers before queued task messages.
+async fn write_job_manager(
+    mut sink: futures_util::stream::SplitSink<FramedStream, Bytes>,
+    mut priority: mpsc::UnboundedReceiver<Bytes>,
+    mut updates: mpsc::UnboundedReceiver<Bytes>,
+) {
+    loop {
+        let frame = tokio::select! {
+            biased;
+            Some(frame) = priority.recv() => frame,
+            Some(frame) = updates.recv() => frame,
+            else => return,
+        };
+        if sink.feed(frame).await.is_err() {
+            return;
+        }
+        if priority.is_empty() && updates.is_empty() && sink.flush().await.is_err() {
+            return;
+        }
+    }
+}

@@ -1,1 +1,8 @@
-mod cluster;
+//! Integration tests of `conflux-runtime`: an in-process JobManager and TaskManagers on loopback,
+//! the wire protocol seen from raw sockets, and failures (refusals, garbage, lost peers).
+
+mod fuzz;
+mod handshake;
+mod heartbeat;
+mod protocol;
+mod support;

@@ -1,0 +1,84 @@
+//! The JobManager's RPC throughput: a JobManager and two TaskManagers in this process, talking
+//! over loopback TCP, run a blocking word count whose tasks finish at once. Every task costs
+//! the JobManager three messages to handle (submission acknowledgement, RUNNING, FINISHED) and
+//! one to send, so the throughput reported is task state updates handled per second (two per
+//! task; acknowledgements not counted). `conflux cluster` reports the same path with real
+//! TaskManager processes.
+
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use conflux_graph::{generate, ResultPartitionType};
+use conflux_runtime::protocol::{JobOptions, JobSubmission};
+use conflux_runtime::{JobManager, JobManagerConfig, TaskManager, TaskManagerConfig};
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+fn bench_rpc_throughput(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = JobManagerConfig::new(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        dir.path().join("blobs"),
+    );
+    let jm = runtime
+        .block_on(JobManager::start(config))
+        .expect("JobManager");
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    for i in 0..2 {
+        let config = TaskManagerConfig::new(
+            jm.address().to_string(),
+            1_000,
+            dir.path().join(format!("tm-{i}")),
+        );
+        let mut stop = stop_rx.clone();
+        runtime.spawn(TaskManager::run(config, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        }));
+    }
+    runtime.block_on(async {
+        while jm.task_managers().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+
+    let mut group = c.benchmark_group("jobmanager_rpc");
+    group.sample_size(10);
+    for n in [1_000u32, 2_000] {
+        let job = generate::word_count(n, ResultPartitionType::Blocking).to_json_pretty();
+        group.throughput(Throughput::Elements(u64::from(n) * 2 * 2));
+        group.bench_with_input(
+            BenchmarkId::new("task_state_updates_word_count", n),
+            &job,
+            |b, job| {
+                b.iter(|| {
+                    runtime.block_on(async {
+                        let id = jm
+                            .submit(JobSubmission {
+                                job: job.clone().into_bytes().into(),
+                                source: "bench".into(),
+                                options: JobOptions {
+                                    task_duration_ms: (0, 0),
+                                    ..JobOptions::default()
+                                },
+                            })
+                            .await
+                            .expect("submitted");
+                        let report = jm.wait(id).await.expect("ended");
+                        assert_eq!(report.status, "FINISHED");
+                    });
+                });
+            },
+        );
+    }
+    group.finish();
+    let _ = stop_tx.send(true);
+    runtime.block_on(jm.shutdown());
+}
+
+criterion_group!(benches, bench_rpc_throughput);
+criterion_main!(benches);

@@ -1,0 +1,222 @@
+//! Jobs end to end on an in-process JobManager and two in-process TaskManagers: the report's
+//! values, the client's submit / list / wait / cancel, refusals of bad requests.
+
+use std::time::Duration;
+
+use conflux_graph::ResultPartitionType;
+use conflux_runtime::{ClientError, JobManagerClient};
+
+use crate::support::{
+    jm_config, start_jm, submission, tm_config, wait_for_task_managers, within, word_count,
+    word_count_name, Tm,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn word_count_finishes_on_two_task_managers_with_a_full_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(jm_config(dir.path())).await;
+    let address = jm.address().to_string();
+    let _a = Tm::spawn(tm_config(&address, 4, &dir.path().join("tm-a")));
+    let _b = Tm::spawn(tm_config(&address, 4, &dir.path().join("tm-b")));
+    wait_for_task_managers(&jm, 2).await;
+    let mut registered = jm.task_managers();
+    registered.sort_by_key(|t| t.id);
+    assert_eq!(
+        registered.iter().map(|t| (t.id.0, t.slots, t.pid)).collect::<Vec<_>>(),
+        vec![(0, 4, std::process::id()), (1, 4, std::process::id())]
+    );
+
+    let mut client = JobManagerClient::connect(&address, None)
+        .await
+        .expect("a client connects");
+    let job = client
+        .submit(submission(word_count(4, ResultPartitionType::Blocking), (10, 30)))
+        .await
+        .expect("the job is accepted");
+    let listed = client.list().await.expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].job, job);
+    assert_eq!(listed[0].name, word_count_name(4, ResultPartitionType::Blocking));
+    assert!(
+        ["QUEUED", "RUNNING", "FINISHED"].contains(&listed[0].status.as_str()),
+        "{}",
+        listed[0].status
+    );
+
+    let report = within("the word count", Duration::from_secs(30), client.wait(job))
+        .await
+        .expect("a report");
+    assert_eq!(report.status, "FINISHED", "{report:?}");
+    assert_eq!(report.failure_reason, None);
+    assert_eq!(report.job_id, job.to_string());
+    assert_eq!(report.job_id.len(), 32);
+    assert_eq!(report.job, "word count 4 x 4 (blocking)".replace("blocking", ResultPartitionType::Blocking.as_str()));
+    assert_eq!(report.tasks, 8);
+    assert_eq!(report.tasks_deployed, 8);
+    assert_eq!(report.restarts, 0);
+    assert_eq!(report.task_managers_lost, 0);
+    assert_eq!(report.heartbeat_timeouts, 0);
+    assert_eq!(report.rpc_timeouts, 0);
+    assert!(report.wall_ms.total > 0.0, "{:?}", report.wall_ms);
+    assert!(report.wall_ms.deploy >= 0.0 && report.wall_ms.deploy <= report.wall_ms.total);
+    assert!(report.max_heartbeat_rtt_ms >= 0.0);
+    assert!(report.max_handler_stall_ms > 0.0);
+    assert!(report.jobmanager_peak_rss_bytes > 0);
+    assert_eq!(report.killed_task_manager, None);
+    assert_eq!(report.kill_skipped, None);
+    let tms = &report.task_managers;
+    assert_eq!(
+        tms.iter().map(|t| (t.id.as_str(), t.slots, t.lost)).collect::<Vec<_>>(),
+        vec![("tm0", 4, false), ("tm1", 4, false)],
+        "{tms:?}"
+    );
+    assert_eq!(tms.iter().map(|t| t.tasks).sum::<u64>(), 8);
+    for tm in tms {
+        // Counters arrive with task states: a TaskManager that ran tasks has reported bytes.
+        if tm.tasks > 0 {
+            assert!(tm.tdd_bytes_received > 0, "{tm:?}");
+            assert!(tm.peak_rss_bytes > 0, "{tm:?}");
+        }
+    }
+    assert_eq!(
+        report.blob_fetches,
+        tms.iter().map(|t| t.blob_fetches).sum::<u64>()
+    );
+
+    let listed = client.list().await.expect("list");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].status, "FINISHED");
+    // The ended job's report stays available.
+    assert_eq!(client.wait(job).await.expect("report again"), report);
+    jm.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_run_in_submission_order_and_a_cancelled_job_ends_canceled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(jm_config(dir.path())).await;
+    let address = jm.address().to_string();
+    let _a = Tm::spawn(tm_config(&address, 2, &dir.path().join("tm-a")));
+    let _b = Tm::spawn(tm_config(&address, 2, &dir.path().join("tm-b")));
+    wait_for_task_managers(&jm, 2).await;
+    let mut client = JobManagerClient::connect(&address, None)
+        .await
+        .expect("a client connects");
+
+    // A long job, then a short one that waits for it, and a streaming one.
+    let long = client
+        .submit(submission(word_count(2, ResultPartitionType::Blocking), (60_000, 60_000)))
+        .await
+        .expect("accepted");
+    let short = client
+        .submit(submission(word_count(2, ResultPartitionType::Blocking), (0, 0)))
+        .await
+        .expect("accepted");
+    let streaming = client
+        .submit(submission(word_count(2, ResultPartitionType::Pipelined), (0, 5)))
+        .await
+        .expect("accepted");
+    assert_ne!(long, short);
+    within("the long job runs", Duration::from_secs(10), async {
+        loop {
+            let statuses: Vec<_> = client
+                .list()
+                .await
+                .expect("list")
+                .into_iter()
+                .map(|j| (j.job, j.status))
+                .collect();
+            assert_eq!(statuses.len(), 3);
+            assert_eq!(statuses[1], (short, "QUEUED".to_owned()));
+            if statuses[0] == (long, "RUNNING".to_owned()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+
+    client.cancel(long).await.expect("cancel");
+    let report = within("the cancelled job", Duration::from_secs(10), client.wait(long))
+        .await
+        .expect("report");
+    assert_eq!(report.status, "CANCELED", "{report:?}");
+    assert_eq!(report.tasks, 4);
+    let report = within("the short job", Duration::from_secs(20), client.wait(short))
+        .await
+        .expect("report");
+    assert_eq!(report.status, "FINISHED", "{report:?}");
+    assert_eq!(report.tasks_deployed, 4);
+    let report = within("the streaming job", Duration::from_secs(20), client.wait(streaming))
+        .await
+        .expect("report");
+    assert_eq!(report.status, "FINISHED", "{report:?}");
+    assert_eq!((report.tasks, report.tasks_deployed), (4, 4));
+
+    // A queued job cancelled before it runs.
+    let queued_long = client
+        .submit(submission(word_count(2, ResultPartitionType::Blocking), (60_000, 60_000)))
+        .await
+        .expect("accepted");
+    let queued = client
+        .submit(submission(word_count(2, ResultPartitionType::Blocking), (0, 0)))
+        .await
+        .expect("accepted");
+    client.cancel(queued).await.expect("cancel the queued job");
+    client.cancel(queued_long).await.expect("cancel the running job");
+    for job in [queued_long, queued] {
+        let report = within("a cancelled job", Duration::from_secs(10), client.wait(job))
+            .await
+            .expect("report");
+        assert_eq!(report.status, "CANCELED", "{report:?}");
+    }
+    let statuses: Vec<_> = client
+        .list()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|j| j.status)
+        .collect();
+    assert_eq!(statuses, ["CANCELED", "FINISHED", "FINISHED", "CANCELED", "CANCELED"]);
+    jm.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_jobs_and_unknown_ids_are_refused_with_the_reason() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(jm_config(dir.path())).await;
+    let address = jm.address().to_string();
+    let mut client = JobManagerClient::connect(&address, None)
+        .await
+        .expect("a client connects");
+
+    let bad = br#"{"name": "bad", "job_type": "batch", "vertices": [{"id": "a", "parallelism": 0}]}"#;
+    match client.submit(submission(bytes::Bytes::from_static(bad), (0, 0))).await {
+        Err(ClientError::JobManager(message)) => {
+            assert!(message.contains("invalid job test.json"), "{message}");
+            assert!(message.contains("parallelism"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    match client.submit(submission(bytes::Bytes::from_static(b"not json"), (0, 0))).await {
+        Err(ClientError::JobManager(message)) => {
+            assert!(message.contains("invalid job test.json"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let unknown = conflux_blob_api::JobId([7; 16]);
+    for result in [
+        client.cancel(unknown).await.map(|()| String::new()),
+        client.wait(unknown).await.map(|r| r.status),
+    ] {
+        match result {
+            Err(ClientError::JobManager(message)) => {
+                assert_eq!(message, format!("no job {unknown}"));
+            }
+            other => panic!("expected an unknown job, got {other:?}"),
+        }
+    }
+    // The connection is still usable and nothing was queued.
+    assert_eq!(client.list().await.expect("list"), Vec::new());
+    jm.shutdown().await;
+}

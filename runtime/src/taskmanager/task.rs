@@ -1,4 +1,4 @@
-//! A synthetic task: it loads its input gates as a real task would (descriptor groups from the
+//! A synthetic task: it loads its task information and input gates as a real task would (descriptor groups from the
 //! TDD or through the blob cache, decoded once per TaskManager), reports RUNNING, runs for its
 //! duration and reports FINISHED (or FAILED when a failure is injected or an input cannot be
 //! loaded).
@@ -28,16 +28,17 @@ fn report(ctx: &SessionContext, tdd: &TaskDeploymentDescriptor, state: TaskState
 
 async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: SyntheticTask) {
     let tdd = Arc::new(tdd);
-    if tdd
-        .input_gates
-        .iter()
-        .any(|g| !g.descriptor_groups.is_empty())
-    {
-        let loaded = ctx
-            .gates
-            .load(Arc::clone(&tdd), Arc::clone(&ctx.blob_cache))
-            .await;
-        if let Err(reason) = loaded {
+    let loaded = ctx
+        .gates
+        .load(Arc::clone(&tdd), Arc::clone(&ctx.blob_cache))
+        .await;
+    match loaded {
+        Ok(info) => tracing::debug!(
+            vertex = %info.job_vertex_id,
+            subtask = tdd.execution_attempt.vertex,
+            "task running"
+        ),
+        Err(reason) => {
             report(
                 &ctx,
                 &tdd,

@@ -122,8 +122,22 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
             Format::Json => output::print_json(&serde_json::json!({ "job_id": job.to_string() })),
             Format::Text => output::print(&format!("{job}\n")),
         },
-        Ok(report) => render::print_report(&report, args.format),
+        Ok(report) => {
+            render::print_report(&report, args.format)?;
+            failed_if_failed(&report)
+        }
     }
+}
+
+/// Exit 1 (after the report) when the job ended FAILED.
+fn failed_if_failed(report: &conflux_runtime::JobReport) -> Result<(), Failure> {
+    if report.status == "FAILED" {
+        return Err(Failure::Reported(anyhow::anyhow!(
+            "the job failed: {}",
+            report.failure_reason.as_deref().unwrap_or("no reason given")
+        )));
+    }
+    Ok(())
 }
 
 pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {

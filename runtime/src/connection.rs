@@ -151,7 +151,8 @@ pub async fn next_frame(
     }
 }
 
-fn with_prefix<T: Serialize>(message: &T) -> Bytes {
+/// The body of a handshake frame: the fixed prefix (magic, version), then `message`.
+pub fn handshake_frame<T: Serialize>(message: &T) -> Bytes {
     let body = encode(message);
     let mut out = BytesMut::with_capacity(8 + body.len());
     out.put_slice(&HANDSHAKE_MAGIC);
@@ -212,7 +213,7 @@ pub async fn connect(
     // Heartbeats and acknowledgements are small: send them at once.
     stream.set_nodelay(true).map_err(|e| io_error(address, e))?;
     let mut conn = framed(stream, MAX_HANDSHAKE_FRAME_BYTES);
-    conn.send(with_prefix(hello))
+    conn.send(handshake_frame(hello))
         .await
         .map_err(|e| io_error(address, e))?;
     let body = next_frame(&mut conn, address, 0, "handshake reply", timeout).await?;
@@ -259,7 +260,7 @@ pub async fn send_reply(conn: &mut FramedStream, reply: &HandshakeReply) -> Resu
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    conn.send(with_prefix(reply))
+    conn.send(handshake_frame(reply))
         .await
         .map_err(|e| io_error(&peer, e))
 }

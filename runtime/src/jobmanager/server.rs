@@ -42,18 +42,13 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
         };
         let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
             tracing::warn!(%peer, limit = shared.config.max_connections, "connection refused: too many connections");
-            let mut conn = framed(stream, MAX_HANDSHAKE_FRAME_BYTES);
-            let _ = tokio::time::timeout(
-                Duration::from_secs(1),
-                send_reply(
-                    &mut conn,
-                    &HandshakeReply::Refused(format!(
-                        "the JobManager accepts at most {} connections",
-                        shared.config.max_connections
-                    )),
-                ),
-            )
-            .await;
+            // One non-blocking write of the refusal, then close: a flood of connections costs
+            // the accept loop nothing more.
+            let refusal = refusal_frame(&format!(
+                "the JobManager accepts at most {} connections",
+                shared.config.max_connections
+            ));
+            let _ = stream.try_write(&refusal);
             continue;
         };
         let shared = Arc::clone(&shared);
@@ -110,8 +105,8 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
                 data_address,
                 pid,
             } = registration;
-            // Send the welcome before the registry forwards the registration: the first
-            // deployment must not overtake it.
+            // Registered before the welcome is sent: a deployment queued meanwhile waits in the
+            // outbox, whose writer starts only after the welcome.
             let id =
                 shared
                     .registry
@@ -297,4 +292,14 @@ async fn serve_client(
 
 fn serde_json_report(report: &crate::report::JobReport) -> Result<String, String> {
     crate::report::to_json(report)
+}
+
+/// A whole refusal frame (length prefix included), for a connection that gets nothing else.
+fn refusal_frame(reason: &str) -> bytes::Bytes {
+    use bytes::BufMut;
+    let body = crate::connection::handshake_frame(&HandshakeReply::Refused(reason.to_owned()));
+    let mut frame = bytes::BytesMut::with_capacity(4 + body.len());
+    frame.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
+    frame.put_slice(&body);
+    frame.freeze()
 }

@@ -134,7 +134,10 @@ fn failed_if_failed(report: &conflux_runtime::JobReport) -> Result<(), Failure> 
     if report.status == "FAILED" {
         return Err(Failure::Reported(anyhow::anyhow!(
             "the job failed: {}",
-            report.failure_reason.as_deref().unwrap_or("no reason given")
+            report
+                .failure_reason
+                .as_deref()
+                .unwrap_or("no reason given")
         )));
     }
     Ok(())

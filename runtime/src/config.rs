@@ -15,7 +15,8 @@ pub const DEFAULT_RPC_TIMEOUT_MS: u64 = 10_000;
 /// goes through the blob server).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 64 << 20;
 /// Largest job file a client may submit, bytes: the loader's own limit.
-pub const MAX_SUBMISSION_BYTES: usize = conflux_graph::load::MAX_JOB_FILE_BYTES as usize;
+pub const MAX_SUBMISSION_BYTES: usize = 256 << 20;
+
 /// How long a connecting peer has to complete the handshake, ms.
 pub const DEFAULT_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
 /// Connections a JobManager accepts at once (TaskManagers and clients).
@@ -157,5 +158,16 @@ impl TaskManagerConfig {
             retry_interval_ms: 500,
             heartbeat_timeout_ms: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn submissions_are_bounded_as_job_files_are() {
+        assert_eq!(
+            super::MAX_SUBMISSION_BYTES as u64,
+            conflux_graph::load::MAX_JOB_FILE_BYTES
+        );
     }
 }

@@ -87,6 +87,11 @@ pub enum RpcError {
     },
 }
 
+/// Whole milliseconds of `d`, saturating.
+pub(crate) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Frames `stream` with frames of at most `max_frame_bytes`.
 pub fn framed(stream: TcpStream, max_frame_bytes: usize) -> FramedStream {
     let codec = LengthDelimitedCodec::builder()
@@ -139,7 +144,7 @@ pub async fn next_frame(
         Err(_) => Err(RpcError::Timeout {
             peer: peer.to_owned(),
             what,
-            ms: timeout.as_millis() as u64,
+            ms: millis(timeout),
         }),
         Ok(None) => Err(RpcError::Closed(peer.to_owned())),
         Ok(Some(Err(e))) => Err(RpcError::BadFrame {
@@ -207,7 +212,7 @@ pub async fn connect(
         .map_err(|_| RpcError::Timeout {
             peer: address.to_owned(),
             what: "connect",
-            ms: timeout.as_millis() as u64,
+            ms: millis(timeout),
         })?
         .map_err(|e| io_error(address, e))?;
     // Heartbeats and acknowledgements are small: send them at once.

@@ -261,7 +261,7 @@ impl JobManager {
             let _ = tokio::task::spawn_blocking(move || runner.join()).await;
         }
         // The job runner held the other reference; it has stopped.
-        if let Some(blob_server) = self.blob_server.take().and_then(|b| Arc::into_inner(b)) {
+        if let Some(blob_server) = self.blob_server.take().and_then(Arc::into_inner) {
             blob_server.shutdown().await;
         }
     }

@@ -164,6 +164,8 @@ pub enum ToJobManager {
     },
     /// A submitted task was accepted (or refused, with the reason: it then fails).
     SubmitAcknowledged {
+        /// The attempt's job.
+        job: JobId,
         /// The attempt.
         attempt: ExecutionAttemptId,
         /// `None` when accepted; else why not.
@@ -171,6 +173,8 @@ pub enum ToJobManager {
     },
     /// A task's state changed.
     TaskStateChanged {
+        /// The attempt's job.
+        job: JobId,
         /// The attempt.
         attempt: ExecutionAttemptId,
         /// Its new state.

@@ -16,7 +16,7 @@ pub struct WallMs {
 /// One TaskManager in a [`JobReport`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskManagerReport {
-    /// Its id (`tm-3`).
+    /// Its id (`tm3`).
     pub id: String,
     /// Slots it offered.
     pub slots: u32,

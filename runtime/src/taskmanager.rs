@@ -107,9 +107,11 @@ impl TaskManager {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
             TaskManagerError::Setup(format!("data directory {}: {e}", config.data_dir.display()))
         })?;
-        let data_address = data_server::start(config.advertised_host)
+        // Stopped when `run` returns or is dropped.
+        let data_server = data_server::start(config.advertised_host)
             .await
             .map_err(|e| TaskManagerError::Setup(format!("data server: {e}")))?;
+        let data_address = data_server.address;
         let counters = Arc::new(Counters::default());
         let gates = GateLoader::start()
             .map_err(|e| TaskManagerError::Setup(format!("gate loader thread: {e}")))?;
@@ -131,14 +133,23 @@ impl TaskManager {
             match attempt {
                 Ok((conn, welcome)) => {
                     backoff = config.retry_interval_ms.max(1);
-                    let session =
-                        session(conn, welcome, &config, gates.clone(), Arc::clone(&counters));
-                    tokio::select! {
-                        end = session => match end {
-                            SessionEnd::Disconnected(reason) => tracing::info!(jobmanager = %config.jobmanager, "disconnected by the JobManager ({reason}); registering again"),
-                            SessionEnd::Lost(reason) => tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again"),
-                        },
-                        () = &mut shutdown => return Ok(()),
+                    let end = session(
+                        conn,
+                        welcome,
+                        &config,
+                        gates.clone(),
+                        Arc::clone(&counters),
+                        shutdown.as_mut(),
+                    )
+                    .await;
+                    match end {
+                        SessionEnd::Disconnected(reason) => {
+                            tracing::info!(jobmanager = %config.jobmanager, "disconnected by the JobManager ({reason}); registering again")
+                        }
+                        SessionEnd::Lost(reason) => {
+                            tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again")
+                        }
+                        SessionEnd::Shutdown => return Ok(()),
                     }
                 }
                 Err(e @ (RpcError::VersionMismatch { .. } | RpcError::Refused { .. }))
@@ -174,6 +185,8 @@ enum SessionEnd {
     Disconnected(String),
     /// The connection or the heartbeats stopped.
     Lost(String),
+    /// The TaskManager is shutting down.
+    Shutdown,
 }
 
 /// One registration: serves the JobManager until it is lost. Returns why the session ended.
@@ -183,6 +196,7 @@ async fn session(
     config: &TaskManagerConfig,
     gates: GateLoader,
     counters: Arc<Counters>,
+    mut shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
 ) -> SessionEnd {
     let Some(id) = welcome.task_manager_id else {
         return SessionEnd::Lost("the JobManager sent no TaskManager id".into());
@@ -216,7 +230,11 @@ async fn session(
     );
     let mut frame = 1u64;
     let end = loop {
-        let body = match next_frame(&mut stream, peer, frame, "heartbeat or task", timeout).await {
+        let next = tokio::select! {
+            next = next_frame(&mut stream, peer, frame, "heartbeat or task", timeout) => next,
+            () = &mut shutdown => break SessionEnd::Shutdown,
+        };
+        let body = match next {
             Ok(body) => body,
             Err(e) => break SessionEnd::Lost(e.to_string()),
         };
@@ -246,6 +264,7 @@ async fn session(
                             || tdd.allocation.slot >= config.slots =>
                     {
                         ctx.send(&ToJobManager::SubmitAcknowledged {
+                            job: tdd.job_id,
                             attempt: tdd.execution_attempt,
                             refused: Some(format!(
                                 "slot {} of {} is not one of {id}'s {} slots",
@@ -256,6 +275,7 @@ async fn session(
                     Ok(tdd) => {
                         let attempt = tdd.execution_attempt;
                         ctx.send(&ToJobManager::SubmitAcknowledged {
+                            job: tdd.job_id,
                             attempt,
                             refused: None,
                         });

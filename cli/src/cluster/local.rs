@@ -173,7 +173,7 @@ async fn run_on(
                                 id: victim.id.to_string(),
                                 pid: victim.pid,
                                 tasks: victim.job_tasks,
-                                after_ms: submitted.elapsed().as_millis() as u64,
+                                after_ms: u64::try_from(submitted.elapsed().as_millis()).unwrap_or(u64::MAX),
                             });
                         }
                     }

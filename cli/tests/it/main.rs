@@ -4,6 +4,7 @@ mod checkpoint;
 // A panic is the wanted failure in these tests.
 #[allow(clippy::unwrap_used)]
 mod checkpoint_script;
+mod cluster;
 mod jobs;
 mod limits;
 mod logging;

@@ -36,11 +36,17 @@ pub(crate) enum LoopEvent {
         slots: u32,
     },
     TaskManagerLost(TaskManagerId),
+    /// Messages about tasks name the TaskManager they came from and the job: only the
+    /// TaskManager the current attempt of the running job was deployed to is heard.
     Acknowledged {
+        from: TaskManagerId,
+        job: JobId,
         attempt: ExecutionAttemptId,
         refused: Option<String>,
     },
     TaskState {
+        from: TaskManagerId,
+        job: JobId,
         attempt: ExecutionAttemptId,
         state: TaskState,
     },
@@ -219,7 +225,7 @@ pub(crate) fn run_job(
 
 impl JobRun<'_> {
     fn now_ms(&self) -> u64 {
-        self.started.elapsed().as_millis() as u64
+        crate::connection::millis(self.started.elapsed())
     }
 
     fn drive(&mut self, events: &Receiver<LoopEvent>) {
@@ -326,6 +332,19 @@ impl JobRun<'_> {
             && self.scheduler.attempt(ExecutionVertexIndex(attempt.vertex)) == attempt
     }
 
+    /// Whether a message about `attempt` comes from where it runs: this job, its current
+    /// attempt, the TaskManager it was deployed to. Anything else (a late message of an earlier
+    /// job or attempt, a peer that does not run it) is dropped.
+    fn is_from_owner(&self, from: TaskManagerId, job: JobId, attempt: ExecutionAttemptId) -> bool {
+        let owner = job == self.job.id
+            && self.is_current(attempt)
+            && self.deployed_on[attempt.vertex as usize] == from.0;
+        if !owner {
+            tracing::debug!(job = %self.job.id, task_manager = %from, vertex = attempt.vertex, "message about a task it does not run dropped");
+        }
+        owner
+    }
+
     fn state_of(&self, attempt: ExecutionAttemptId) -> ExecutionState {
         self.scheduler.state(ExecutionVertexIndex(attempt.vertex))
     }
@@ -344,7 +363,15 @@ impl JobRun<'_> {
             }
             LoopEvent::TaskManagerLost(id) => Some(Event::TaskManagerLost(id)),
             LoopEvent::Cancel => Some(Event::Cancel),
-            LoopEvent::Acknowledged { attempt, refused } => {
+            LoopEvent::Acknowledged {
+                from,
+                job,
+                attempt,
+                refused,
+            } => {
+                if !self.is_from_owner(from, job, attempt) {
+                    return None;
+                }
                 self.pending_acks.remove(&attempt);
                 let reason = refused?;
                 if !self.is_current(attempt) || self.state_of(attempt).is_terminal() {
@@ -353,11 +380,16 @@ impl JobRun<'_> {
                 tracing::warn!(job = %self.job.id, vertex = attempt.vertex, "task refused: {reason}");
                 Some(Event::TaskFailed(attempt, FailureCause::Task))
             }
-            LoopEvent::TaskState { attempt, state } => {
-                self.pending_acks.remove(&attempt);
-                if !self.is_current(attempt) {
+            LoopEvent::TaskState {
+                from,
+                job,
+                attempt,
+                state,
+            } => {
+                if !self.is_from_owner(from, job, attempt) {
                     return None;
                 }
+                self.pending_acks.remove(&attempt);
                 let current = self.state_of(attempt);
                 match state {
                     TaskState::Running if current == ExecutionState::Deploying => {

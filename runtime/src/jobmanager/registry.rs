@@ -261,7 +261,7 @@ pub(crate) async fn heartbeat_loop(
             if registry.lose(id, LossReason::HeartbeatTimeout) {
                 tracing::warn!(
                     task_manager = %id,
-                    timeout_ms = timeout.as_millis() as u64,
+                    timeout_ms = crate::connection::millis(timeout),
                     "TaskManager lost: no heartbeat answer within the timeout"
                 );
             }

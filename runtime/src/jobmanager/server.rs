@@ -98,6 +98,18 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
             serve_client(conn, peer, shared).await
         }
         Role::TaskManager(registration) => {
+            let limit = conflux_graph::limits::MAX_SLOTS_PER_TASK_MANAGER;
+            if registration.slots == 0 || registration.slots > limit {
+                let reason = format!(
+                    "a TaskManager offers 1 to {limit} slots, not {}",
+                    registration.slots
+                );
+                send_reply(&mut conn, &HandshakeReply::Refused(reason.clone())).await?;
+                return Err(RpcError::Refused {
+                    peer: peer.to_owned(),
+                    reason: format!("refused its registration: {reason}"),
+                });
+            }
             let (outbox, receiver) = Outbox::new();
             let closed = Arc::new(tokio::sync::Notify::new());
             let TaskManagerRegistration {
@@ -204,16 +216,35 @@ async fn serve_task_manager(
             ToJobManager::HeartbeatResponse { seq, stats } => {
                 shared.registry.heartbeat_answered(id, seq, stats);
             }
-            ToJobManager::SubmitAcknowledged { attempt, refused } => {
-                forward(shared, LoopEvent::Acknowledged { attempt, refused });
-            }
+            ToJobManager::SubmitAcknowledged {
+                job,
+                attempt,
+                refused,
+            } => forward(
+                shared,
+                LoopEvent::Acknowledged {
+                    from: id,
+                    job,
+                    attempt,
+                    refused,
+                },
+            ),
             ToJobManager::TaskStateChanged {
+                job,
                 attempt,
                 state,
                 stats,
             } => {
                 shared.registry.update_stats(id, stats);
-                forward(shared, LoopEvent::TaskState { attempt, state });
+                forward(
+                    shared,
+                    LoopEvent::TaskState {
+                        from: id,
+                        job,
+                        attempt,
+                        state,
+                    },
+                );
             }
         }
     };
@@ -245,10 +276,15 @@ async fn serve_client(
 ) -> Result<(), RpcError> {
     let idle = Duration::from_millis(shared.config.client_idle_timeout_ms);
     let mut frame = 1u64;
+    // A request that arrived while a wait was pending; reading stops there until it is served.
+    let mut pipelined: Option<bytes::BytesMut> = None;
     loop {
-        let body = match next_frame(&mut conn, peer, frame, "request", idle).await {
-            Err(RpcError::Closed(_)) => return Ok(()),
-            other => other?,
+        let body = match pipelined.take() {
+            Some(body) => body,
+            None => match next_frame(&mut conn, peer, frame, "request", idle).await {
+                Err(RpcError::Closed(_)) => return Ok(()),
+                other => other?,
+            },
         };
         let request: ClientRequest = decode(&body, peer, frame, "client request")?;
         frame += 1;
@@ -265,11 +301,20 @@ async fn serve_client(
             ClientRequest::Wait(job) => {
                 let wait = shared.jobs.wait(job);
                 tokio::pin!(wait);
-                // A client that goes away while waiting frees its connection.
+                // A client that goes away while waiting frees its connection; its next request
+                // is kept for after the answer.
                 let result = loop {
                     tokio::select! {
                         result = &mut wait => break result,
-                        next = conn.next() => if next.is_none() { return Ok(()) },
+                        next = conn.next(), if pipelined.is_none() => match next {
+                            None => return Ok(()),
+                            Some(Ok(body)) => pipelined = Some(body),
+                            Some(Err(e)) => return Err(RpcError::BadFrame {
+                                peer: peer.to_owned(),
+                                frame,
+                                reason: e.to_string(),
+                            }),
+                        },
                     }
                 };
                 match result {

@@ -6,11 +6,23 @@ use std::net::{IpAddr, SocketAddr};
 
 use tokio::net::TcpListener;
 
-/// Binds `host` on a free port and serves it in the background; returns the address.
-pub(crate) async fn start(host: IpAddr) -> std::io::Result<SocketAddr> {
+/// The running server; dropping it stops it.
+pub(crate) struct DataServer {
+    pub(crate) address: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for DataServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Binds `host` on a free port and serves it in the background.
+pub(crate) async fn start(host: IpAddr) -> std::io::Result<DataServer> {
     let listener = TcpListener::bind(SocketAddr::new(host, 0)).await?;
     let address = listener.local_addr()?;
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         loop {
             match listener.accept().await {
                 // Closed at once: nothing is held per connection.
@@ -19,5 +31,5 @@ pub(crate) async fn start(host: IpAddr) -> std::io::Result<SocketAddr> {
             }
         }
     });
-    Ok(address)
+    Ok(DataServer { address, task })
 }

@@ -20,6 +20,7 @@ pub(crate) fn spawn(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, tas
 
 fn report(ctx: &SessionContext, tdd: &TaskDeploymentDescriptor, state: TaskState) {
     ctx.send(&ToJobManager::TaskStateChanged {
+        job: tdd.job_id,
         attempt: tdd.execution_attempt,
         state,
         stats: ctx.stats(),

@@ -22,7 +22,10 @@ async fn word_count_finishes_on_two_task_managers_with_a_full_report() {
     let mut registered = jm.task_managers();
     registered.sort_by_key(|t| t.id);
     assert_eq!(
-        registered.iter().map(|t| (t.id.0, t.slots, t.pid)).collect::<Vec<_>>(),
+        registered
+            .iter()
+            .map(|t| (t.id.0, t.slots, t.pid))
+            .collect::<Vec<_>>(),
         vec![(0, 4, std::process::id()), (1, 4, std::process::id())]
     );
 
@@ -30,13 +33,19 @@ async fn word_count_finishes_on_two_task_managers_with_a_full_report() {
         .await
         .expect("a client connects");
     let job = client
-        .submit(submission(word_count(4, ResultPartitionType::Blocking), (10, 30)))
+        .submit(submission(
+            word_count(4, ResultPartitionType::Blocking),
+            (10, 30),
+        ))
         .await
         .expect("the job is accepted");
     let listed = client.list().await.expect("list");
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].job, job);
-    assert_eq!(listed[0].name, word_count_name(4, ResultPartitionType::Blocking));
+    assert_eq!(
+        listed[0].name,
+        word_count_name(4, ResultPartitionType::Blocking)
+    );
     assert!(
         ["QUEUED", "RUNNING", "FINISHED"].contains(&listed[0].status.as_str()),
         "{}",
@@ -50,7 +59,10 @@ async fn word_count_finishes_on_two_task_managers_with_a_full_report() {
     assert_eq!(report.failure_reason, None);
     assert_eq!(report.job_id, job.to_string());
     assert_eq!(report.job_id.len(), 32);
-    assert_eq!(report.job, "word count 4 x 4 (blocking)".replace("blocking", ResultPartitionType::Blocking.as_str()));
+    assert_eq!(
+        report.job,
+        word_count_name(4, ResultPartitionType::Blocking)
+    );
     assert_eq!(report.tasks, 8);
     assert_eq!(report.tasks_deployed, 8);
     assert_eq!(report.restarts, 0);
@@ -66,7 +78,9 @@ async fn word_count_finishes_on_two_task_managers_with_a_full_report() {
     assert_eq!(report.kill_skipped, None);
     let tms = &report.task_managers;
     assert_eq!(
-        tms.iter().map(|t| (t.id.as_str(), t.slots, t.lost)).collect::<Vec<_>>(),
+        tms.iter()
+            .map(|t| (t.id.as_str(), t.slots, t.lost))
+            .collect::<Vec<_>>(),
         vec![("tm0", 4, false), ("tm1", 4, false)],
         "{tms:?}"
     );
@@ -105,15 +119,24 @@ async fn jobs_run_in_submission_order_and_a_cancelled_job_ends_canceled() {
 
     // A long job, then a short one that waits for it, and a streaming one.
     let long = client
-        .submit(submission(word_count(2, ResultPartitionType::Blocking), (60_000, 60_000)))
+        .submit(submission(
+            word_count(2, ResultPartitionType::Blocking),
+            (60_000, 60_000),
+        ))
         .await
         .expect("accepted");
     let short = client
-        .submit(submission(word_count(2, ResultPartitionType::Blocking), (0, 0)))
+        .submit(submission(
+            word_count(2, ResultPartitionType::Blocking),
+            (0, 0),
+        ))
         .await
         .expect("accepted");
     let streaming = client
-        .submit(submission(word_count(2, ResultPartitionType::Pipelined), (0, 5)))
+        .submit(submission(
+            word_count(2, ResultPartitionType::Pipelined),
+            (0, 5),
+        ))
         .await
         .expect("accepted");
     assert_ne!(long, short);
@@ -137,9 +160,13 @@ async fn jobs_run_in_submission_order_and_a_cancelled_job_ends_canceled() {
     .await;
 
     client.cancel(long).await.expect("cancel");
-    let report = within("the cancelled job", Duration::from_secs(10), client.wait(long))
-        .await
-        .expect("report");
+    let report = within(
+        "the cancelled job",
+        Duration::from_secs(10),
+        client.wait(long),
+    )
+    .await
+    .expect("report");
     assert_eq!(report.status, "CANCELED", "{report:?}");
     assert_eq!(report.tasks, 4);
     let report = within("the short job", Duration::from_secs(20), client.wait(short))
@@ -147,23 +174,36 @@ async fn jobs_run_in_submission_order_and_a_cancelled_job_ends_canceled() {
         .expect("report");
     assert_eq!(report.status, "FINISHED", "{report:?}");
     assert_eq!(report.tasks_deployed, 4);
-    let report = within("the streaming job", Duration::from_secs(20), client.wait(streaming))
-        .await
-        .expect("report");
+    let report = within(
+        "the streaming job",
+        Duration::from_secs(20),
+        client.wait(streaming),
+    )
+    .await
+    .expect("report");
     assert_eq!(report.status, "FINISHED", "{report:?}");
     assert_eq!((report.tasks, report.tasks_deployed), (4, 4));
 
     // A queued job cancelled before it runs.
     let queued_long = client
-        .submit(submission(word_count(2, ResultPartitionType::Blocking), (60_000, 60_000)))
+        .submit(submission(
+            word_count(2, ResultPartitionType::Blocking),
+            (60_000, 60_000),
+        ))
         .await
         .expect("accepted");
     let queued = client
-        .submit(submission(word_count(2, ResultPartitionType::Blocking), (0, 0)))
+        .submit(submission(
+            word_count(2, ResultPartitionType::Blocking),
+            (0, 0),
+        ))
         .await
         .expect("accepted");
     client.cancel(queued).await.expect("cancel the queued job");
-    client.cancel(queued_long).await.expect("cancel the running job");
+    client
+        .cancel(queued_long)
+        .await
+        .expect("cancel the running job");
     for job in [queued_long, queued] {
         let report = within("a cancelled job", Duration::from_secs(10), client.wait(job))
             .await
@@ -177,7 +217,10 @@ async fn jobs_run_in_submission_order_and_a_cancelled_job_ends_canceled() {
         .into_iter()
         .map(|j| j.status)
         .collect();
-    assert_eq!(statuses, ["CANCELED", "FINISHED", "FINISHED", "CANCELED", "CANCELED"]);
+    assert_eq!(
+        statuses,
+        ["CANCELED", "FINISHED", "FINISHED", "CANCELED", "CANCELED"]
+    );
     jm.shutdown().await;
 }
 
@@ -190,15 +233,22 @@ async fn invalid_jobs_and_unknown_ids_are_refused_with_the_reason() {
         .await
         .expect("a client connects");
 
-    let bad = br#"{"name": "bad", "job_type": "batch", "vertices": [{"id": "a", "parallelism": 0}]}"#;
-    match client.submit(submission(bytes::Bytes::from_static(bad), (0, 0))).await {
+    let bad =
+        br#"{"name": "bad", "job_type": "batch", "vertices": [{"id": "a", "parallelism": 0}]}"#;
+    match client
+        .submit(submission(bytes::Bytes::from_static(bad), (0, 0)))
+        .await
+    {
         Err(ClientError::JobManager(message)) => {
             assert!(message.contains("invalid job test.json"), "{message}");
             assert!(message.contains("parallelism"), "{message}");
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
-    match client.submit(submission(bytes::Bytes::from_static(b"not json"), (0, 0))).await {
+    match client
+        .submit(submission(bytes::Bytes::from_static(b"not json"), (0, 0)))
+        .await
+    {
         Err(ClientError::JobManager(message)) => {
             assert!(message.contains("invalid job test.json"), "{message}");
         }
@@ -218,5 +268,169 @@ async fn invalid_jobs_and_unknown_ids_are_refused_with_the_reason() {
     }
     // The connection is still usable and nothing was queued.
     assert_eq!(client.list().await.expect("list"), Vec::new());
+    jm.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_submitted_before_any_task_manager_runs_when_they_register() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(jm_config(dir.path())).await;
+    let address = jm.address().to_string();
+    let job = jm
+        .submit(submission(
+            word_count(4, ResultPartitionType::Pipelined),
+            (0, 10),
+        ))
+        .await
+        .expect("accepted");
+    crate::support::wait_until("the job runs", Duration::from_secs(5), || {
+        jm.list().first().is_some_and(|j| j.status == "RUNNING")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Two TaskManagers of 2 slots: the streaming job needs all 4 (one slot-sharing group).
+    let _a = Tm::spawn(tm_config(&address, 2, &dir.path().join("tm-a")));
+    let _b = Tm::spawn(tm_config(&address, 2, &dir.path().join("tm-b")));
+    let report = within("the job", Duration::from_secs(20), jm.wait(job))
+        .await
+        .expect("report");
+    assert_eq!(report.status, "FINISHED", "{report:?}");
+    assert_eq!((report.tasks, report.tasks_deployed), (8, 8));
+    assert_eq!(report.task_managers.len(), 2, "{report:?}");
+    assert_eq!(report.task_managers.iter().map(|t| t.tasks).sum::<u64>(), 8);
+    jm.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_cannot_get_its_slots_fails_after_the_slot_request_timeout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = jm_config(dir.path());
+    config.scheduler.slot_request_timeout_ms = 300;
+    let jm = start_jm(config).await;
+    let _a = Tm::spawn(tm_config(
+        &jm.address().to_string(),
+        1,
+        &dir.path().join("tm-a"),
+    ));
+    crate::support::wait_for_task_managers(&jm, 1).await;
+    // A streaming job of 4 slots on 1 slot.
+    let report = crate::support::run_job(
+        &jm,
+        submission(word_count(4, ResultPartitionType::Pipelined), (0, 0)),
+        Duration::from_secs(20),
+    )
+    .await;
+    assert_eq!(report.status, "FAILED", "{report:?}");
+    let reason = report.failure_reason.expect("a failure reason");
+    assert!(reason.to_lowercase().contains("slot"), "{reason}");
+    assert!(report.wall_ms.total >= 300.0, "{:?}", report.wall_ms);
+    jm.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_above_the_limit_are_refused_and_task_managers_retry() {
+    use crate::support::{connect_and_send, until_closed};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = jm_config(dir.path());
+    config.max_connections = 1;
+    config.rpc.handshake_timeout_ms = 1_000;
+    let jm = start_jm(config).await;
+    let address = jm.address().to_string();
+    // A silent peer holds the only connection until its handshake times out.
+    let mut silent = connect_and_send(jm.address(), &[]).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    match JobManagerClient::connect(&address, None).await {
+        Err(ClientError::Rpc(conflux_runtime::connection::RpcError::Refused {
+            reason, ..
+        })) => {
+            assert_eq!(reason, "the JobManager accepts at most 1 connections");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    // A TaskManager refused for that reason retries (it is not fatal) and registers once the
+    // silent peer is gone.
+    let _a = Tm::spawn(tm_config(&address, 1, &dir.path().join("tm-a")));
+    until_closed(&mut silent, Duration::from_secs(3)).await;
+    crate::support::wait_for_task_managers(&jm, 1).await;
+    // The TaskManager now holds the only connection: clients are refused.
+    assert!(JobManagerClient::connect(&address, None).await.is_err());
+    jm.shutdown().await;
+}
+
+/// A client that sends its next request while a `Wait` is pending gets both answers, in order:
+/// a request is never dropped silently.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_pipelined_behind_a_wait_is_answered() {
+    use conflux_runtime::protocol::{ClientRequest, ClientResponse, Hello, Role};
+    use tokio::io::AsyncWriteExt;
+
+    use crate::support::{connect_and_send, frame, hello_frame, msgpack, read_frame};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(jm_config(dir.path())).await;
+    let _a = Tm::spawn(tm_config(
+        &jm.address().to_string(),
+        2,
+        &dir.path().join("tm-a"),
+    ));
+    crate::support::wait_for_task_managers(&jm, 1).await;
+    let job = jm
+        .submit(submission(
+            word_count(2, ResultPartitionType::Blocking),
+            (300, 300),
+        ))
+        .await
+        .expect("accepted");
+    let hello = Hello {
+        token: None,
+        role: Role::Client,
+    };
+    let mut stream = connect_and_send(jm.address(), &hello_frame(&hello)).await;
+    read_frame(&mut stream).await.expect("a welcome");
+    let mut requests = frame(&msgpack(&ClientRequest::Wait(job)));
+    requests.extend(frame(&msgpack(&ClientRequest::List)));
+    stream.write_all(&requests).await.expect("requests sent");
+    let decode = |body: Vec<u8>| -> ClientResponse {
+        conflux_runtime::connection::decode(&body, "jm", 1, "answer").expect("an answer")
+    };
+    let first = decode(read_frame(&mut stream).await.expect("the report"));
+    assert!(matches!(first, ClientResponse::Report(_)), "{first:?}");
+    let second = read_frame(&mut stream).await.map(decode);
+    match second {
+        Some(ClientResponse::Jobs(jobs)) => assert_eq!(jobs.len(), 1),
+        other => panic!("the List request was not answered: {other:?}"),
+    }
+    jm.shutdown().await;
+}
+
+/// 10,000 tasks: the count's input (5,000 partitions) is offloaded to the blob server, each
+/// TaskManager fetches it once through its BlobCache, and the TDDs stay small.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_word_count_offloads_its_input_and_each_task_manager_fetches_it_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(jm_config(dir.path())).await;
+    let address = jm.address().to_string();
+    let _a = Tm::spawn(tm_config(&address, 2_500, &dir.path().join("tm-a")));
+    let _b = Tm::spawn(tm_config(&address, 2_500, &dir.path().join("tm-b")));
+    wait_for_task_managers(&jm, 2).await;
+    let report = crate::support::run_job(
+        &jm,
+        submission(word_count(5_000, ResultPartitionType::Blocking), (0, 0)),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert_eq!(report.status, "FINISHED", "{report:?}");
+    assert_eq!((report.tasks, report.tasks_deployed), (10_000, 10_000));
+    assert_eq!(report.restarts, 0);
+    // 5,000 counts on 2 x 2,500 slots: both TaskManagers run counts.
+    for tm in &report.task_managers {
+        assert_eq!(tm.blob_fetches, 1, "{tm:?}");
+        assert!(tm.tasks >= 2_500, "{tm:?}");
+        let per_task = tm.tdd_bytes_received / tm.tasks;
+        assert!(
+            (64..1_024).contains(&per_task),
+            "{per_task} bytes per TDD: {tm:?}"
+        );
+    }
+    assert_eq!(report.blob_fetches, 2);
     jm.shutdown().await;
 }

@@ -21,7 +21,8 @@ use tokio::task::JoinHandle;
 /// A JobManager on 127.0.0.1:0 with blobs under `dir`, fast heartbeats (100 ms, lost after
 /// 1 s) and fast restarts (50 ms), so that failures are seen and recovered within a test.
 pub(crate) fn jm_config(dir: &Path) -> JobManagerConfig {
-    let mut config = JobManagerConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)), dir.join("blobs"));
+    let mut config =
+        JobManagerConfig::new(SocketAddr::from(([127, 0, 0, 1], 0)), dir.join("blobs"));
     config.heartbeat = HeartbeatConfig {
         interval_ms: 100,
         timeout_ms: 1_000,
@@ -35,7 +36,9 @@ pub(crate) fn jm_config(dir: &Path) -> JobManagerConfig {
 
 /// Starts a JobManager.
 pub(crate) async fn start_jm(config: JobManagerConfig) -> JobManager {
-    JobManager::start(config).await.expect("the JobManager starts")
+    JobManager::start(config)
+        .await
+        .expect("the JobManager starts")
 }
 
 /// A TaskManager of `jobmanager` with `slots` slots working in `dir`, retrying registration
@@ -105,9 +108,11 @@ pub(crate) async fn wait_until(what: &str, limit: Duration, mut condition: impl 
 
 /// Waits until exactly `n` TaskManagers are registered (at most 10 s).
 pub(crate) async fn wait_for_task_managers(jm: &JobManager, n: usize) {
-    wait_until(&format!("{n} TaskManagers registered"), Duration::from_secs(10), || {
-        jm.task_managers().len() == n
-    })
+    wait_until(
+        &format!("{n} TaskManagers registered"),
+        Duration::from_secs(10),
+        || jm.task_managers().len() == n,
+    )
     .await;
 }
 
@@ -144,7 +149,11 @@ pub(crate) fn submission(job: Bytes, duration_ms: (u64, u64)) -> JobSubmission {
 }
 
 /// Submits `submission` and waits (at most `limit`) for its report.
-pub(crate) async fn run_job(jm: &JobManager, submission: JobSubmission, limit: Duration) -> JobReport {
+pub(crate) async fn run_job(
+    jm: &JobManager,
+    submission: JobSubmission,
+    limit: Duration,
+) -> JobReport {
     let job = jm.submit(submission).await.expect("the job is accepted");
     within("the job's end", limit, jm.wait(job))
         .await
@@ -180,15 +189,19 @@ pub(crate) fn hello_frame<T: serde::Serialize>(message: &T) -> Vec<u8> {
 
 /// Reads one raw frame (at most 5 s); `None` when the peer closed the connection first.
 pub(crate) async fn read_frame(stream: &mut TcpStream) -> Option<Vec<u8>> {
-    within("a frame or the end of the connection", Duration::from_secs(5), async {
-        let mut len = [0u8; 4];
-        if stream.read_exact(&mut len).await.is_err() {
-            return None;
-        }
-        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-        stream.read_exact(&mut body).await.ok()?;
-        Some(body)
-    })
+    within(
+        "a frame or the end of the connection",
+        Duration::from_secs(5),
+        async {
+            let mut len = [0u8; 4];
+            if stream.read_exact(&mut len).await.is_err() {
+                return None;
+            }
+            let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+            stream.read_exact(&mut body).await.ok()?;
+            Some(body)
+        },
+    )
     .await
 }
 
@@ -211,9 +224,13 @@ pub(crate) async fn until_closed(stream: &mut TcpStream, limit: Duration) -> Dur
 
 /// Connects to `address` and writes `bytes` (write errors ignored: the peer may have closed).
 pub(crate) async fn connect_and_send(address: SocketAddr, bytes: &[u8]) -> TcpStream {
-    let mut stream = within("connect", Duration::from_secs(5), TcpStream::connect(address))
-        .await
-        .expect("connects");
+    let mut stream = within(
+        "connect",
+        Duration::from_secs(5),
+        TcpStream::connect(address),
+    )
+    .await
+    .expect("connects");
     let _ = stream.write_all(bytes).await;
     let _ = stream.flush().await;
     stream

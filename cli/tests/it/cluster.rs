@@ -1,0 +1,870 @@
+//! The cluster commands as real processes on loopback: `conflux cluster` (with a TaskManager
+//! killed), and `jobmanager`, `taskmanager`, `submit`, `list` with a TaskManager stopped
+//! (SIGSTOP) and a JobManager killed and started again. Every child is killed and reaped by its
+//! guard, whatever happens to the test.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::support::{conflux, repo};
+
+/// A child process, killed (continued first when stopped) and reaped when dropped.
+struct Proc {
+    child: Child,
+    name: String,
+    /// Standard error goes to this file.
+    log: PathBuf,
+    /// Standard output goes to this file.
+    out: PathBuf,
+    stopped: bool,
+}
+
+impl Proc {
+    /// Starts `conflux ARGS` with `RUST_LOG=info`, standard output and error to files in `dir`
+    /// named after `name`. With `stdin_piped`, standard input stays open for the child's life.
+    fn start(name: &str, args: &[&str], dir: &Path, stdin_piped: bool) -> Proc {
+        let log = dir.join(format!("{name}.log"));
+        let out = dir.join(format!("{name}.out"));
+        let child = Command::new(env!("CARGO_BIN_EXE_conflux"))
+            .args(args)
+            .current_dir(repo())
+            .env("RUST_LOG", "info")
+            .stdin(if stdin_piped {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(std::fs::File::create(&out).expect("stdout file"))
+            .stderr(std::fs::File::create(&log).expect("stderr file"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {name}: {e}"));
+        Proc {
+            child,
+            name: name.to_owned(),
+            log,
+            out,
+            stopped: false,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`, `KILL`) with kill(1).
+    fn signal(&mut self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("runs kill");
+        assert!(status.success(), "kill -{signal} {}", self.name);
+        match signal {
+            "STOP" => self.stopped = true,
+            "CONT" => self.stopped = false,
+            _ => {}
+        }
+    }
+
+    /// Waits (at most `limit`) for the process to exit.
+    fn wait(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} still runs after {} ms\nstdout: {}\nstderr: {}",
+                self.name,
+                limit.as_millis(),
+                self.stdout(),
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL and reap.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Waits (at most `limit`) until its log contains `text` `times` times; returns the log.
+    fn wait_for_log(&mut self, text: &str, times: usize, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let log = self.log();
+            if log.matches(text).count() >= times {
+                return log;
+            }
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                panic!(
+                    "{} exited ({status}) before logging {text:?}: {log}",
+                    self.name
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} did not log {text:?} {times} times within {} ms: {log}",
+                self.name,
+                limit.as_millis()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.stopped {
+            let _ = Command::new("kill")
+                .arg("-CONT")
+                .arg(self.pid().to_string())
+                .status();
+        }
+        self.kill();
+    }
+}
+
+/// `conflux generate wordcount` into `dir/NAME`; returns the path.
+fn word_count(dir: &Path, parallelism: u32, partition_type: &str) -> String {
+    let path = dir.join(format!("wordcount-{parallelism}-{partition_type}.json"));
+    let path = path.to_str().expect("utf-8 path").to_owned();
+    let out = conflux(&[
+        "generate",
+        "wordcount",
+        "--parallelism",
+        &parallelism.to_string(),
+        "--result-partition-type",
+        partition_type,
+        "-o",
+        &path,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    path
+}
+
+/// Runs `conflux ARGS` to its end (at most `limit`); returns its status, stdout and stderr.
+fn run_bounded(
+    name: &str,
+    args: &[&str],
+    dir: &Path,
+    limit: Duration,
+) -> (ExitStatus, String, String) {
+    let mut proc = Proc::start(name, args, dir, false);
+    let status = proc.wait(limit);
+    (status, proc.stdout(), proc.log())
+}
+
+fn json(stdout: &str, stderr: &str) -> Value {
+    serde_json::from_str(stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"))
+}
+
+fn u64_at(report: &Value, key: &str) -> u64 {
+    report[key]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{key} is not a count in {report}"))
+}
+
+/// A `conflux jobmanager` on `address` with 100 ms heartbeats lost after 500 ms; returns it and
+/// the address it listens on (parsed from "JobManager listening on ADDR").
+fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
+    let blobs = dir.join(format!("{name}-blobs"));
+    let mut jm = Proc::start(
+        name,
+        &[
+            "jobmanager",
+            "--address",
+            address,
+            "--blob-dir",
+            blobs.to_str().expect("utf-8"),
+            "--heartbeat-interval-ms",
+            "100",
+            "--heartbeat-timeout-ms",
+            "500",
+        ],
+        dir,
+        false,
+    );
+    let log = jm.wait_for_log("JobManager listening on ", 1, Duration::from_secs(10));
+    let address = log
+        .split("JobManager listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("an address after 'listening on'")
+        .to_owned();
+    assert!(address.starts_with("127.0.0.1:"), "{address}");
+    (jm, address)
+}
+
+/// A `conflux taskmanager` of `jobmanager` with `slots` slots (it exits with this test process:
+/// its standard input is held open).
+fn start_taskmanager(name: &str, jobmanager: &str, slots: u32, dir: &Path) -> Proc {
+    let data = dir.join(format!("{name}-data"));
+    Proc::start(
+        name,
+        &[
+            "taskmanager",
+            "--jobmanager",
+            jobmanager,
+            "--slots",
+            &slots.to_string(),
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+            "--exit-with-parent",
+        ],
+        dir,
+        true,
+    )
+}
+
+/// `conflux list --format json`: (job_id, status) of every job.
+fn list(jobmanager: &str, dir: &Path) -> Vec<(String, String)> {
+    let (status, stdout, stderr) = run_bounded(
+        "list",
+        &["list", "--jobmanager", jobmanager, "--format", "json"],
+        dir,
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    let listed = json(&stdout, &stderr);
+    listed["jobs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no jobs array: {listed}"))
+        .iter()
+        .map(|j| {
+            assert!(j["name"].is_string(), "{j}");
+            (
+                j["job_id"].as_str().expect("job_id").to_owned(),
+                j["status"].as_str().expect("status").to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn cluster_runs_a_word_count_on_two_task_managers_with_the_full_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 8, "blocking");
+    let (status, stdout, stderr) = run_bounded(
+        "cluster",
+        &[
+            "cluster",
+            &file,
+            "--task-managers",
+            "2",
+            "--task-duration-ms",
+            "0",
+            "--heartbeat-interval-ms",
+            "200",
+            "--heartbeat-timeout-ms",
+            "2000",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(r["failure_reason"], Value::Null);
+    assert_eq!(r["job"], "word count 8 x 8 (blocking)");
+    assert_eq!(r["job_id"].as_str().map(str::len), Some(32), "{r}");
+    assert_eq!(u64_at(&r, "tasks"), 16);
+    assert_eq!(u64_at(&r, "tasks_deployed"), 16);
+    for key in [
+        "restarts",
+        "task_managers_lost",
+        "heartbeat_timeouts",
+        "rpc_timeouts",
+    ] {
+        assert_eq!(u64_at(&r, key), 0, "{key}: {r}");
+    }
+    for key in ["max_heartbeat_rtt_ms", "max_handler_stall_ms"] {
+        assert!(r[key].as_f64().is_some_and(|v| v >= 0.0), "{key}: {r}");
+    }
+    let deploy = r["wall_ms"]["deploy"].as_f64().expect("wall_ms.deploy");
+    let total = r["wall_ms"]["total"].as_f64().expect("wall_ms.total");
+    assert!(deploy >= 0.0 && total > 0.0 && deploy <= total, "{r}");
+    assert!(u64_at(&r, "jobmanager_peak_rss_bytes") > 0, "{r}");
+    let tms = r["task_managers"].as_array().expect("task_managers");
+    assert_eq!(tms.len(), 2, "{r}");
+    let mut tasks = 0;
+    let mut fetches = 0;
+    for tm in tms {
+        assert!(
+            tm["id"].as_str().is_some_and(|id| id.starts_with("tm")),
+            "{tm}"
+        );
+        // The slot demand (8) spread over 2 TaskManagers.
+        assert_eq!(u64_at(tm, "slots"), 4, "{tm}");
+        assert_eq!(tm["lost"], false, "{tm}");
+        for key in ["peak_rss_bytes", "tdd_bytes_received", "blob_fetches"] {
+            assert!(tm[key].is_u64(), "{key}: {tm}");
+        }
+        if u64_at(tm, "tasks") > 0 {
+            assert!(u64_at(tm, "tdd_bytes_received") > 0, "{tm}");
+            assert!(u64_at(tm, "peak_rss_bytes") > 0, "{tm}");
+        }
+        tasks += u64_at(tm, "tasks");
+        fetches += u64_at(tm, "blob_fetches");
+    }
+    assert_eq!(tasks, 16);
+    assert_eq!(u64_at(&r, "blob_fetches"), fetches);
+    assert_eq!(r["killed_task_manager"], Value::Null);
+}
+
+#[test]
+fn cluster_survives_a_killed_task_manager() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 4, "blocking");
+    // 3 x 4 slots for a slot demand of 4: the two survivors hold the whole job.
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-kill",
+        &[
+            "cluster",
+            &file,
+            "--task-managers",
+            "3",
+            "--slots",
+            "4",
+            "--kill-task-manager-after-ms",
+            "300",
+            "--task-duration-ms",
+            "500..800",
+            "--heartbeat-interval-ms",
+            "100",
+            "--heartbeat-timeout-ms",
+            "500",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(r["kill_skipped"], Value::Null, "{r}");
+    let killed = &r["killed_task_manager"];
+    let killed_id = killed["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("nothing killed: {r}"));
+    assert!(u64_at(killed, "pid") > 0);
+    let killed_tasks = u64_at(killed, "tasks");
+    assert!(killed_tasks > 0, "the busiest TaskManager had tasks: {r}");
+    assert!(u64_at(killed, "after_ms") >= 300, "{r}");
+    assert!(u64_at(&r, "task_managers_lost") >= 1, "{r}");
+    assert!(u64_at(&r, "restarts") >= 1, "{r}");
+    assert_eq!(u64_at(&r, "tasks"), 8);
+    assert!(u64_at(&r, "tasks_deployed") > 8, "{r}");
+    let tms = r["task_managers"].as_array().expect("task_managers");
+    assert_eq!(tms.len(), 3, "{r}");
+    let entry = tms
+        .iter()
+        .find(|t| t["id"] == killed_id)
+        .unwrap_or_else(|| panic!("{killed_id} in {r}"));
+    assert_eq!(entry["lost"], true, "{r}");
+    // Nothing was deployed to it after the kill.
+    assert_eq!(u64_at(entry, "tasks"), killed_tasks, "{r}");
+    let survivors: Vec<_> = tms.iter().filter(|t| t["id"] != killed_id).collect();
+    assert!(survivors.iter().all(|t| t["lost"] == false), "{r}");
+    assert_eq!(
+        survivors.iter().map(|t| u64_at(t, "tasks")).sum::<u64>() + killed_tasks,
+        u64_at(&r, "tasks_deployed")
+    );
+    // The killed process is gone.
+    let pid = u64_at(killed, "pid");
+    let alive = Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .expect("runs kill");
+    assert!(!alive.success(), "TaskManager {pid} still runs");
+}
+
+#[test]
+fn a_stopped_task_manager_misses_its_heartbeats_and_the_job_finishes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 2, "blocking");
+    let (mut jm, address) = start_jobmanager("jm", "127.0.0.1:0", dir.path());
+    let mut tm_a = start_taskmanager("tm-a", &address, 4, dir.path());
+    tm_a.wait_for_log("registered", 1, Duration::from_secs(10));
+    let mut tm_b = start_taskmanager("tm-b", &address, 4, dir.path());
+    tm_b.wait_for_log("registered", 1, Duration::from_secs(10));
+    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+
+    let mut submit = Proc::start(
+        "submit",
+        &[
+            "submit",
+            &file,
+            "--jobmanager",
+            &address,
+            "--task-duration-ms",
+            "1500",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        false,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let job_id = loop {
+        let jobs = list(&address, dir.path());
+        if let Some((id, _)) = jobs.iter().find(|(_, status)| status == "RUNNING") {
+            assert_eq!(jobs.len(), 1, "{jobs:?}");
+            break id.clone();
+        }
+        assert!(Instant::now() < deadline, "no job RUNNING: {jobs:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    tm_a.signal("STOP");
+    let status = submit.wait(Duration::from_secs(40));
+    let (stdout, stderr) = (submit.stdout(), submit.log());
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["job_id"], job_id.as_str());
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert!(u64_at(&r, "task_managers_lost") >= 1, "{r}");
+    assert!(u64_at(&r, "heartbeat_timeouts") >= 1, "{r}");
+    let jm_log = jm.log();
+    assert!(
+        jm_log.contains("TaskManager lost: no heartbeat answer within the timeout"),
+        "{jm_log}"
+    );
+    assert_eq!(
+        list(&address, dir.path()),
+        vec![(job_id, "FINISHED".to_owned())]
+    );
+    // Continued, the TaskManager finds its connection closed and registers again.
+    tm_a.signal("CONT");
+    tm_a.wait_for_log("registering again", 1, Duration::from_secs(10));
+    tm_a.wait_for_log("registered", 2, Duration::from_secs(10));
+    jm.wait_for_log("TaskManager registered", 3, Duration::from_secs(10));
+    tm_a.kill();
+    tm_b.kill();
+    jm.kill();
+}
+
+#[test]
+fn a_task_manager_cancels_its_tasks_when_its_jobmanager_dies_and_registers_with_the_next() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let long = word_count(dir.path(), 2, "blocking");
+    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path());
+    let mut tm = start_taskmanager("tm", &address, 2, dir.path());
+    tm.wait_for_log("registered", 1, Duration::from_secs(10));
+    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+
+    let (status, stdout, stderr) = run_bounded(
+        "submit-detached",
+        &[
+            "submit",
+            &long,
+            "--jobmanager",
+            &address,
+            "--detached",
+            "--task-duration-ms",
+            "20000",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    let job_id = json(&stdout, &stderr)["job_id"]
+        .as_str()
+        .expect("job_id")
+        .to_owned();
+    assert_eq!(job_id.len(), 32);
+    // Its two sources are deployed to the only TaskManager.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while list(&address, dir.path()) != vec![(job_id.clone(), "RUNNING".to_owned())] {
+        assert!(Instant::now() < deadline, "the job does not run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // A client waiting for a job when the JobManager dies fails, naming it.
+    let mut waiting = Proc::start(
+        "submit-waiting",
+        &[
+            "submit",
+            &long,
+            "--jobmanager",
+            &address,
+            "--task-duration-ms",
+            "0",
+        ],
+        dir.path(),
+        false,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while list(&address, dir.path()).len() < 2 {
+        assert!(Instant::now() < deadline, "the second job is not queued");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    jm.signal("KILL");
+    jm.kill();
+    let killed = Instant::now();
+    let log = tm.wait_for_log("registration failed", 1, Duration::from_secs(5));
+    // Within the heartbeat timeout (500 ms; the closed connection is seen at once), plus slack.
+    assert!(
+        killed.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        killed.elapsed()
+    );
+    let cancelled = log
+        .find("cancelling the tasks of the lost JobManager")
+        .unwrap_or_else(|| panic!("no cancellation logged: {log}"));
+    let lost = log
+        .find("registering again")
+        .unwrap_or_else(|| panic!("no re-registration logged: {log}"));
+    let failed = log.find("registration failed").expect("found above");
+    assert!(cancelled < lost && lost < failed, "{log}");
+    assert!(
+        log.contains("tasks=2"),
+        "both sources were cancelled: {log}"
+    );
+    let status = waiting.wait(Duration::from_secs(10));
+    let stderr = waiting.log();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&address), "{stderr}");
+
+    // A new JobManager on the same address: the TaskManager registers with it and runs a job
+    // that needs its slots.
+    let (mut jm2, address2) = start_jobmanager("jm-2", &address, dir.path());
+    assert_eq!(address2, address);
+    jm2.wait_for_log("TaskManager registered", 1, Duration::from_secs(15));
+    tm.wait_for_log("registered", 2, Duration::from_secs(5));
+    let (status, stdout, stderr) = run_bounded(
+        "submit-short",
+        &[
+            "submit",
+            &long,
+            "--jobmanager",
+            &address,
+            "--task-duration-ms",
+            "0",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(30),
+    );
+    assert!(status.success(), "{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(u64_at(&r, "tasks_deployed"), 4, "{r}");
+    let tms = r["task_managers"].as_array().expect("task_managers");
+    assert_eq!(tms.len(), 1, "{r}");
+    assert_eq!(u64_at(&tms[0], "slots"), 2);
+    // The old job is unknown to the new JobManager.
+    assert_eq!(list(&address, dir.path()).len(), 1);
+    tm.kill();
+    jm2.kill();
+}
+
+#[test]
+fn submit_list_and_cancel_through_the_cli() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 2, "blocking");
+    let (mut jm, address) = start_jobmanager("jm", "127.0.0.1:0", dir.path());
+    let mut tm = start_taskmanager("tm", &address, 2, dir.path());
+    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+
+    let (status, stdout, stderr) = run_bounded(
+        "list-empty",
+        &["list", "--jobmanager", &address],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, "no jobs\n");
+    let (status, stdout, stderr) = run_bounded(
+        "submit",
+        &[
+            "submit",
+            &file,
+            "--jobmanager",
+            &address,
+            "--detached",
+            "--task-duration-ms",
+            "60000",
+        ],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    let job_id = stdout.trim().to_owned();
+    assert_eq!(job_id.len(), 32, "{stdout}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while list(&address, dir.path()) != vec![(job_id.clone(), "RUNNING".to_owned())] {
+        assert!(Instant::now() < deadline, "the job does not run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (status, stdout, stderr) = run_bounded(
+        "list-text",
+        &["list", "--jobmanager", &address],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    assert_eq!(
+        stdout,
+        format!("{job_id}  RUNNING    word count 2 x 2 (blocking)\n")
+    );
+
+    let (status, stdout, stderr) = run_bounded(
+        "cancel",
+        &["cancel", &job_id, "--jobmanager", &address],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, format!("cancelling {job_id}\n"));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while list(&address, dir.path()) != vec![(job_id.clone(), "CANCELED".to_owned())] {
+        assert!(Instant::now() < deadline, "the job is not cancelled");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Bad and unknown ids are input errors (exit 2).
+    for (id, message) in [
+        ("xyz", "is not a job id"),
+        (
+            "00000000000000000000000000000000",
+            "no job 00000000000000000000000000000000",
+        ),
+    ] {
+        let (status, _, stderr) = run_bounded(
+            "cancel-bad",
+            &["cancel", id, "--jobmanager", &address],
+            dir.path(),
+            Duration::from_secs(10),
+        );
+        assert_eq!(status.code(), Some(2), "{id}: {stderr}");
+        assert!(stderr.contains(message), "{id}: {stderr}");
+    }
+    tm.kill();
+    jm.kill();
+}
+
+#[test]
+fn tokens_taken_addresses_and_absent_jobmanagers_fail_with_clear_messages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let blobs = dir.path().join("blobs");
+    let mut jm = Proc::start(
+        "jm-token",
+        &[
+            "jobmanager",
+            "--address",
+            "127.0.0.1:0",
+            "--blob-dir",
+            blobs.to_str().expect("utf-8"),
+            "--token",
+            "s3cret",
+        ],
+        dir.path(),
+        false,
+    );
+    let log = jm.wait_for_log("JobManager listening on ", 1, Duration::from_secs(10));
+    let address = log
+        .split("JobManager listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("an address")
+        .to_owned();
+    for (token, expected) in [
+        (None, "this JobManager requires a token"),
+        (Some("wrong"), "wrong token"),
+    ] {
+        let mut args = vec!["list", "--jobmanager", &address];
+        if let Some(token) = token {
+            args.extend(["--token", token]);
+        }
+        let (status, stdout, stderr) =
+            run_bounded("list", &args, dir.path(), Duration::from_secs(10));
+        assert_eq!(status.code(), Some(1), "{token:?}: {stdout} {stderr}");
+        assert!(stderr.contains(expected), "{token:?}: {stderr}");
+        // A TaskManager with that token gives up at once.
+        let mut targs = vec!["taskmanager", "--jobmanager", &address, "--slots", "1"];
+        if let Some(token) = token {
+            targs.extend(["--token", token]);
+        }
+        let (status, _, stderr) =
+            run_bounded("tm-refused", &targs, dir.path(), Duration::from_secs(10));
+        assert!(!status.success(), "{token:?}: {stderr}");
+        assert!(stderr.contains(expected), "{token:?}: {stderr}");
+    }
+    let (status, stdout, stderr) = run_bounded(
+        "list-ok",
+        &["list", "--jobmanager", &address, "--token", "s3cret"],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stdout, "no jobs\n");
+
+    // The address is taken: an input error naming it.
+    let (status, _, stderr) = run_bounded(
+        "jm-taken",
+        &[
+            "jobmanager",
+            "--address",
+            &address,
+            "--blob-dir",
+            blobs.to_str().expect("utf-8"),
+        ],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert_eq!(status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("cannot listen on {address}")),
+        "{stderr}"
+    );
+    jm.kill();
+
+    // Nobody listens any more: the client fails at once.
+    let started = Instant::now();
+    let (status, _, stderr) = run_bounded(
+        "list-absent",
+        &["list", "--jobmanager", &address, "--token", "s3cret"],
+        dir.path(),
+        Duration::from_secs(15),
+    );
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&address), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn cluster_reports_a_skipped_kill_and_refuses_bad_heartbeats() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 2, "pipelined");
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-no-kill",
+        &[
+            "cluster",
+            &file,
+            "--task-managers",
+            "1",
+            "--kill-task-manager-after-ms",
+            "60000",
+            "--task-duration-ms",
+            "0",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    assert!(status.success(), "{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(r["job"], "word count 2 x 2 (pipelined)");
+    assert_eq!(r["killed_task_manager"], Value::Null, "{r}");
+    assert_eq!(
+        r["kill_skipped"],
+        "the job ended before 60000 ms: nothing was killed"
+    );
+    assert_eq!(r["task_managers"].as_array().map(Vec::len), Some(1), "{r}");
+    assert_eq!(u64_at(&r["task_managers"][0], "slots"), 2, "{r}");
+
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-bad-heartbeats",
+        &[
+            "cluster",
+            &file,
+            "--heartbeat-interval-ms",
+            "500",
+            "--heartbeat-timeout-ms",
+            "500",
+        ],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert_eq!(status.code(), Some(2), "{stdout}\n{stderr}");
+    assert!(
+        stderr.contains("--heartbeat-timeout-ms 500 must be above --heartbeat-interval-ms 500"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_paused_jobmanager_loses_its_task_managers_and_the_job_recovers() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 2, "blocking");
+    let (mut jm, address) = start_jobmanager("jm", "127.0.0.1:0", dir.path());
+    let mut tm_a = start_taskmanager("tm-a", &address, 2, dir.path());
+    let mut tm_b = start_taskmanager("tm-b", &address, 2, dir.path());
+    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    let mut submit = Proc::start(
+        "submit",
+        &[
+            "submit",
+            &file,
+            "--jobmanager",
+            &address,
+            "--task-duration-ms",
+            "1000",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        false,
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while list(&address, dir.path()).first().map(|(_, s)| s.as_str()) != Some("RUNNING") {
+        assert!(Instant::now() < deadline, "the job does not run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // Paused for three heartbeat timeouts: both TaskManagers give it up and try again.
+    jm.signal("STOP");
+    tm_a.wait_for_log("registering again", 1, Duration::from_secs(5));
+    tm_b.wait_for_log("registering again", 1, Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(1_000));
+    jm.signal("CONT");
+    let status = submit.wait(Duration::from_secs(40));
+    let (stdout, stderr) = (submit.stdout(), submit.log());
+    assert!(
+        status.success(),
+        "{status}\n{stdout}\n{stderr}\n{}",
+        jm.log()
+    );
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert!(u64_at(&r, "task_managers_lost") >= 2, "{r}");
+    assert!(u64_at(&r, "restarts") >= 1, "{r}");
+    // Both registered again, under new ids.
+    let tms = r["task_managers"].as_array().expect("task_managers");
+    assert!(tms.len() >= 3, "{r}");
+    tm_a.kill();
+    tm_b.kill();
+    jm.kill();
+}

@@ -74,8 +74,8 @@ pub(crate) fn report(graph: &ExecutionGraph, rule: OffloadRule) -> anyhow::Resul
             factory.on_group_released(group);
         }
         edges.push(json!({
-            "source": job.vertex(edge.source).id,
-            "target": job.vertex(edge.target).id,
+            "source": job.vertex_id(edge.source),
+            "target": job.vertex_id(edge.target),
             "groups": c.num_groups,
             "descriptors": descriptors,
             "raw_bytes": raw,

@@ -415,7 +415,7 @@ fn simulate(
 ) -> Result<(), Failure> {
     use std::sync::Arc;
     let bytes = read_input(file)?;
-    let job = conflux_graph::load::load(&bytes, options).map_err(Failure::input)?;
+    let (job, _) = conflux_graph::load::load_owned(bytes, options).map_err(Failure::input)?;
     tracing::debug!(
         phase = "parse",
         job_vertices = job.vertices().len(),

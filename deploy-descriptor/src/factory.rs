@@ -194,13 +194,14 @@ impl TaskDeploymentDescriptorFactory {
         };
         let (bytes, _) = wire::encode(PayloadKind::JobInformation, &info)?;
         factory.job_information = factory.maybe_offload_information(bytes);
-        for v in job.vertices() {
+        for j in job.vertex_indices() {
+            let v = job.vertex(j);
             let info = TaskInformation {
-                job_vertex_id: v.id.clone(),
+                job_vertex_id: job.vertex_id(j).to_owned(),
                 parallelism: v.parallelism,
                 max_parallelism: v.max_parallelism,
-                slot_sharing_group: v.slot_sharing_group.clone(),
-                operators: v.operators.iter().map(|o| o.name.clone()).collect(),
+                slot_sharing_group: job.slot_sharing_group(j).to_owned(),
+                operators: job.operators(j).iter().map(|o| o.name.clone()).collect(),
             };
             let (bytes, _) = wire::encode(PayloadKind::TaskInformation, &info)?;
             let info = factory.maybe_offload_information(bytes);
@@ -427,7 +428,7 @@ impl TaskDeploymentDescriptorFactory {
             })
             .collect();
 
-        let mut input_gates = Vec::with_capacity(job_vertex.inputs.len());
+        let mut input_gates = Vec::with_capacity(job.inputs(id.job_vertex).len());
         for group in graph.consumed_partition_groups(vertex) {
             let entry = self
                 .cache
@@ -587,11 +588,11 @@ impl TaskDeploymentDescriptorFactory {
 pub fn partition_name(graph: &ExecutionGraph, partition: IntermediateResultPartitionId) -> String {
     let job = graph.job_graph();
     let data_set = job.data_set(partition.result);
-    let producer = job.vertex(data_set.producer);
-    if producer.produced_data_sets.len() > 1 {
-        format!("{}#{}@{}", producer.id, partition.partition, data_set.id)
+    let producer = job.vertex_id(data_set.producer);
+    if job.produced_data_sets(data_set.producer).len() > 1 {
+        format!("{producer}#{}@{}", partition.partition, data_set.id)
     } else {
-        format!("{}#{}", producer.id, partition.partition)
+        format!("{producer}#{}", partition.partition)
     }
 }
 

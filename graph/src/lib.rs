@@ -31,6 +31,8 @@ pub mod load;
 mod partition_type;
 mod regions;
 mod ship_strategy;
+mod stream;
+mod strings;
 
 pub use error::GraphError;
 pub use execution_graph::{

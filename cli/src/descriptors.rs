@@ -25,8 +25,8 @@ pub(crate) fn report(graph: &ExecutionGraph, rule: OffloadRule) -> anyhow::Resul
     let mut config = DeploymentConfig::for_job_type(graph.job_graph().job_type());
     config.offload_rule = rule;
     let store = Arc::new(MemoryBlobStore::new());
-    let mut factory = TaskDeploymentDescriptorFactory::new(graph, JobId([0; 16]), config, store)
-        .context("creating the descriptor factory")?;
+    // Only groups are sized: no task information per vertex (O(V) bytes) is serialised.
+    let mut factory = TaskDeploymentDescriptorFactory::for_groups(JobId([0; 16]), config, store);
     let job = graph.job_graph();
     let mut edges = Vec::new();
     for c in graph.connections() {

@@ -210,6 +210,29 @@ impl TaskDeploymentDescriptorFactory {
         Ok(factory)
     }
 
+    /// A factory that only prepares shuffle descriptor groups ([`prepare_group`](Self::prepare_group),
+    /// [`cached`](Self::cached), [`on_group_released`](Self::on_group_released)), for reports
+    /// that size descriptors without deploying: it serialises no job or task information, so it
+    /// is O(1) instead of [`new`](Self::new)'s O(V) (about 100 bytes per job vertex, 600 MB for
+    /// a job of 6 million vertices). Groups are prepared exactly as by a factory from `new`.
+    /// [`create`](Self::create) refuses with [`DeployError::GroupsOnly`].
+    pub fn for_groups(
+        job_id: JobId,
+        config: DeploymentConfig,
+        blob_writer: Arc<dyn BlobWriter>,
+    ) -> TaskDeploymentDescriptorFactory {
+        TaskDeploymentDescriptorFactory {
+            job_id,
+            config,
+            blob_writer,
+            job_information: MaybeOffloaded::Inline(Bytes::new()),
+            task_information: Vec::new(),
+            cache: HashMap::new(),
+            stats: DeploymentStats::default(),
+            blob_failures: Vec::new(),
+        }
+    }
+
     /// The job.
     pub fn job_id(&self) -> JobId {
         self.job_id
@@ -390,8 +413,9 @@ impl TaskDeploymentDescriptorFactory {
     /// built in parallel. O(inputs + outputs).
     ///
     /// # Errors
-    /// [`DeployError::GroupNotPrepared`] if a consumed group was not prepared (a bug of the
-    /// caller).
+    /// [`DeployError::GroupNotPrepared`] if a consumed group was not prepared, and
+    /// [`DeployError::GroupsOnly`] from a factory made by [`for_groups`](Self::for_groups) (bugs
+    /// of the caller).
     pub fn create(
         &self,
         graph: &ExecutionGraph,
@@ -402,6 +426,11 @@ impl TaskDeploymentDescriptorFactory {
         let id = graph.execution_vertex_id(vertex);
         let job = graph.job_graph();
         let job_vertex = job.vertex(id.job_vertex);
+        let Some(task_information) = self.task_information.get(id.job_vertex.idx()) else {
+            return Err(DeployError::GroupsOnly {
+                vertex: graph.execution_vertex_name(vertex),
+            });
+        };
 
         let produced_partitions = graph
             .produced_partitions(vertex)
@@ -453,7 +482,7 @@ impl TaskDeploymentDescriptorFactory {
             execution_attempt: attempt,
             allocation,
             job_information: self.job_information.clone(),
-            task_information: self.task_information[id.job_vertex.idx()].clone(),
+            task_information: task_information.clone(),
             produced_partitions,
             input_gates,
         })

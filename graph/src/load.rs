@@ -8,11 +8,11 @@ use crate::json::JobGraphJson;
 use crate::{flink_plan, GraphError, JobGraph};
 
 /// The largest job file, in either format, that [`parse`] and [`load`] accept: 256 MiB
-/// (268,435,456 bytes), checked before anything is parsed. A job graph file is read without
+/// (268,435,456 bytes), checked before anything is parsed. [`load`] reads job graph JSON without
 /// building a [`JobGraphJson`]: vertices and edges go one by one into a compact form (one string
 /// buffer for the ids, interned group names), and the validated [`JobGraph`] stores each id once.
-/// `conflux inspect` of a 216 MB file of 6.2 million vertices peaks at about 3 times the file
-/// (the file itself included; see the README), so this bounds a job file to about 1 GB of memory.
+/// `conflux inspect` of a 216 MB file of 6.2 million vertices peaks at 2.7 times the file in
+/// RSS, the file itself included (README, "Limits"), so a file at this limit needs about 0.7 GiB.
 /// Flink plans are read as a `serde_json::Value` and a [`JobGraphJson`] and cost more per byte,
 /// but real plans are kilobytes: the number of vertices, not their parallelism, makes a file
 /// large.

@@ -83,7 +83,8 @@ pub(crate) fn run(
         regions = regions.len(),
         "computed the pipelined regions"
     );
-    let descriptors = crate::descriptors::report(&graph, offload_rule).map_err(Failure::Work)?;
+    let mut descriptors =
+        crate::descriptors::report(&graph, offload_rule).map_err(Failure::Work)?;
     let done = Instant::now();
     tracing::debug!(
         phase = "descriptors",
@@ -99,10 +100,11 @@ pub(crate) fn run(
     };
 
     let mut summary = summary(&graph, &regions, input_format, &wall, detail);
-    summary["descriptors"] = descriptors;
+    summary["descriptors"] = std::mem::take(&mut descriptors.summary);
     let lists = Lists {
         graph: &graph,
         regions: &regions,
+        descriptors: &descriptors,
     };
     tracing::debug!(phase = "report", "writing the report");
     crate::output::write_with(|w| match format {

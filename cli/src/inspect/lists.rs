@@ -7,6 +7,8 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
+use crate::descriptors::DescriptorReport;
+
 use conflux_graph::{
     EdgeConnection, ExecutionGraph, ExecutionVertexIndex, JobGraph, PipelinedRegions,
 };
@@ -16,6 +18,8 @@ use conflux_graph::{
 pub(crate) struct Lists<'a> {
     pub(crate) graph: &'a ExecutionGraph,
     pub(crate) regions: &'a PipelinedRegions,
+    /// The `descriptors` section, whose edges are listed.
+    pub(crate) descriptors: &'a DescriptorReport<'a>,
 }
 
 /// One job vertex of `job_graph.vertices`.
@@ -158,6 +162,25 @@ impl Serialize for JsonReport<'_> {
                     map.serialize_entry(key, &JobGraphLists(job_graph, self.lists))?;
                 }
                 ("vertices", _) => map.serialize_entry(key, &seq(self.lists.detail()))?,
+                ("descriptors", Value::Object(descriptors)) => {
+                    map.serialize_entry(key, &DescriptorEdges(descriptors, self.lists.descriptors))?
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// `descriptors`: its keys in the summary's order, the edges in place of their placeholder.
+struct DescriptorEdges<'a>(&'a serde_json::Map<String, Value>, &'a DescriptorReport<'a>);
+
+impl Serialize for DescriptorEdges<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            match key.as_str() {
+                "edges" => map.serialize_entry(key, &seq(self.1.rows()))?,
                 _ => map.serialize_entry(key, value)?,
             }
         }

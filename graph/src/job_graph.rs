@@ -159,8 +159,8 @@ pub(crate) struct RawEdge {
 }
 
 /// A job graph as read, in listing order, before validation: what [`JobGraphJson`] holds, but
-/// with every string in a few shared buffers (about 28 bytes per vertex plus its id, 40 per edge
-/// plus its strings), so that a file of millions of vertices can be read without a `String` per
+/// with every string in a few shared buffers (24 bytes per vertex plus its id, 40 per edge plus
+/// its strings), so that a file of millions of vertices can be read without a `String` per
 /// field. Built from a [`JobGraphJson`] ([`JobGraph::from_json`]) or straight from the bytes
 /// (the streaming reader of `load`), and validated by [`JobGraph::from_raw`].
 #[derive(Clone, Debug)]

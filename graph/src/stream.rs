@@ -1,7 +1,7 @@
 //! Reading job graph JSON straight into a [`RawJob`], one vertex and one edge at a time, without
 //! building a [`JobGraphJson`](crate::JobGraphJson): a `JobGraphJson` of a 200 MB file of
 //! millions of vertices takes about 3.4 times the file (a `String` per id and field), while the
-//! compact form takes about 1 byte per id character plus 28 bytes per vertex.
+//! compact form takes 1 byte per id character plus 24 bytes per vertex.
 //!
 //! The format and every error are those of `JobGraphJson`'s derived `Deserialize` (same field
 //! names, defaults, unknown-field, missing-field and duplicate-field errors, at the same line and

@@ -21,8 +21,9 @@ pub(crate) struct StrArena {
 impl StrArena {
     /// Appends a string and returns its position.
     ///
-    /// Panics if the text grows beyond `u32::MAX` bytes, which the job file limit (256 MiB)
-    /// rules out for every caller.
+    /// # Panics
+    /// If the text grows beyond `u32::MAX` bytes: never for a file within the job file limit
+    /// (256 MiB); a `JobGraphJson` built in memory would need 4 GiB of strings.
     pub(crate) fn push(&mut self, s: &str) -> u32 {
         let position = index_u32(self.ends.len());
         self.text.push_str(s);

@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::anyhow;
 use conflux_deploy::OffloadRule;
 use conflux_graph::load::{self, InputFormat, LoadOptions};
-use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
+use conflux_graph::{ExecutionGraph, PipelinedRegions};
 use serde_json::{json, Value};
 
 use crate::{read_input, Failure, Format};
@@ -41,10 +41,8 @@ pub(crate) fn run(
     let start = Instant::now();
     let bytes = read_input(path)?;
     tracing::debug!(file = %path.display(), bytes = bytes.len(), "read the job");
-    let (json, input_format) = load::parse(&bytes, options).map_err(Failure::input)?;
-    drop(bytes);
-    let job = JobGraph::from_json(&json).map_err(Failure::input)?;
-    drop(json);
+    // Frees the bytes once parsed, before validation.
+    let (job, input_format) = load::load_owned(bytes, options).map_err(Failure::input)?;
     let parsed = Instant::now();
     tracing::debug!(
         phase = "parse",
@@ -85,7 +83,8 @@ pub(crate) fn run(
         regions = regions.len(),
         "computed the pipelined regions"
     );
-    let descriptors = crate::descriptors::report(&graph, offload_rule).map_err(Failure::Work)?;
+    let mut descriptors =
+        crate::descriptors::report(&graph, offload_rule).map_err(Failure::Work)?;
     let done = Instant::now();
     tracing::debug!(
         phase = "descriptors",
@@ -101,10 +100,11 @@ pub(crate) fn run(
     };
 
     let mut summary = summary(&graph, &regions, input_format, &wall, detail);
-    summary["descriptors"] = descriptors;
+    summary["descriptors"] = std::mem::take(&mut descriptors.summary);
     let lists = Lists {
         graph: &graph,
         regions: &regions,
+        descriptors: &descriptors,
     };
     tracing::debug!(phase = "report", "writing the report");
     crate::output::write_with(|w| match format {

@@ -10,7 +10,7 @@ use std::time::Instant;
 use anyhow::anyhow;
 use conflux_deploy::OffloadRule;
 use conflux_graph::load::{self, LoadOptions};
-use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
+use conflux_graph::{ExecutionGraph, PipelinedRegions};
 use conflux_scheduler::{FailoverStrategy, JobStatus, RestartStrategy};
 use conflux_sim::{self as sim, BlobEnvironment, Faults, SimulationConfig};
 use serde_json::{json, Value};
@@ -40,10 +40,8 @@ pub(crate) fn run(
     let start = Instant::now();
     let bytes = read_input(path)?;
     tracing::debug!(file = %path.display(), bytes = bytes.len(), "read the job");
-    let (json, _) = load::parse(&bytes, load_options).map_err(Failure::input)?;
-    drop(bytes);
-    let job = JobGraph::from_json(&json).map_err(Failure::input)?;
-    drop(json);
+    // Frees the bytes once parsed, before validation.
+    let (job, _) = load::load_owned(bytes, load_options).map_err(Failure::input)?;
     let parsed = Instant::now();
     tracing::debug!(
         phase = "parse",

@@ -68,6 +68,14 @@ pub enum DeployError {
         /// The consumer, e.g. `B#3`.
         vertex: String,
     },
+    /// A TDD was requested from a factory made by
+    /// [`TaskDeploymentDescriptorFactory::for_groups`], which serialises no task information (a
+    /// bug of the caller).
+    #[error("bug: {vertex}: a factory for shuffle descriptor groups only creates no deployment descriptors")]
+    GroupsOnly {
+        /// The execution vertex, e.g. `B#3`.
+        vertex: String,
+    },
     /// Serialised data could not be read.
     #[error(transparent)]
     Wire(#[from] WireError),

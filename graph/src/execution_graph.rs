@@ -306,7 +306,7 @@ impl ExecutionGraph {
         let mut edges_by_group = Vec::with_capacity(job.edges().len());
         let mut groups = 0u64;
         for (j, vertex) in job.vertices().iter().enumerate() {
-            for &edge_index in &vertex.inputs {
+            for &edge_index in job.inputs(JobVertexIndex(index_u32(j))) {
                 let edge = job.edge(edge_index);
                 let u = job.vertex(edge.source).parallelism;
                 let d = vertex.parallelism;
@@ -411,7 +411,7 @@ impl ExecutionGraph {
     /// The display name of an execution vertex, `"<job vertex id>#<subtask>"`.
     pub fn execution_vertex_name(&self, index: ExecutionVertexIndex) -> String {
         let id = self.execution_vertex_id(index);
-        format!("{}#{}", self.job.vertex(id.job_vertex).id, id.subtask)
+        format!("{}#{}", self.job.vertex_id(id.job_vertex), id.subtask)
     }
 
     /// Global index of a partition (for per-partition state arrays), O(1).
@@ -501,7 +501,7 @@ impl ExecutionGraph {
         vertex: ExecutionVertexIndex,
     ) -> impl Iterator<Item = ConsumedPartitionGroupId> + '_ {
         let id = self.execution_vertex_id(vertex);
-        self.job.vertex(id.job_vertex).inputs.iter().map(move |&e| {
+        self.job.inputs(id.job_vertex).iter().map(move |&e| {
             let c = &self.connections[e.idx()];
             ConsumedPartitionGroupId(c.first_group + c.local_group_of_consumer(id.subtask))
         })
@@ -533,8 +533,7 @@ impl ExecutionGraph {
     ) -> impl Iterator<Item = IntermediateResultPartitionId> + '_ {
         let id = self.execution_vertex_id(vertex);
         self.job
-            .vertex(id.job_vertex)
-            .produced_data_sets
+            .produced_data_sets(id.job_vertex)
             .iter()
             .map(move |&result| IntermediateResultPartitionId {
                 result,

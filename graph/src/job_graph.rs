@@ -1,9 +1,11 @@
 //! The validated, index-resolved job graph.
 
-use crate::index_vec::index_u32;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
+
+use crate::index_vec::index_u32;
+use crate::strings::{Interner, StrArena, StrIndex};
 
 use crate::json::{JobGraphJson, OperatorJson};
 use crate::{DistributionPattern, GraphError, ResultPartitionType};
@@ -72,28 +74,27 @@ pub fn default_max_parallelism(parallelism: u32) -> u64 {
     (p + p / 2).next_power_of_two().max(128)
 }
 
-/// A job vertex with its resolved inputs and outputs.
+/// A job vertex: its numbers. Its id, groups, operators, inputs and produced data sets are kept
+/// by the [`JobGraph`] in shared tables (one string buffer for all ids, interned group names,
+/// index lists) and read through it by [`JobVertexIndex`]: [`JobGraph::vertex_id`],
+/// [`JobGraph::slot_sharing_group`], [`JobGraph::co_location_group`], [`JobGraph::operators`],
+/// [`JobGraph::inputs`] and [`JobGraph::produced_data_sets`]. 24 bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobVertex {
-    /// The id as written (no `#`).
-    pub id: String,
-    /// Number of subtasks, at least 1.
-    pub parallelism: u32,
     /// Explicit or Flink-default max parallelism, at least `parallelism`.
     pub max_parallelism: u64,
+    /// Number of subtasks, at least 1.
+    pub parallelism: u32,
     /// Whether `max_parallelism` was given explicitly.
     pub max_parallelism_configured: bool,
-    /// Slot sharing group (`default` when none was given).
-    pub slot_sharing_group: String,
-    /// Co-location group, if any.
-    pub co_location_group: Option<String>,
-    /// Chained operators with their state, as written.
-    pub operators: Vec<OperatorJson>,
-    /// Input edges, in input order (the order of the edge list).
-    pub inputs: Vec<JobEdgeIndex>,
-    /// Produced data sets, in index order.
-    pub produced_data_sets: Vec<IntermediateDataSetIndex>,
+    /// Number of the slot sharing group in the graph's table (0 is `default`).
+    slot_sharing_group: u32,
+    /// Number of the co-location group in the graph's table, or [`NO_GROUP`].
+    co_location_group: u32,
 }
+
+/// A vertex without co-location group.
+const NO_GROUP: u32 = u32::MAX;
 
 /// An intermediate data set: the output of one producer, read by one or more consumer edges
 /// (several since FLINK-28663).
@@ -129,16 +130,278 @@ pub struct JobEdge {
     pub ship_strategy: Option<String>,
 }
 
+/// A value of an edge field with a fixed vocabulary: parsed, or the position of the unknown
+/// text in the edge strings (reported by validation, in its turn).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Coded<T> {
+    Known(T),
+    Unknown(u32),
+}
+
+/// One vertex as read, before validation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawVertex {
+    parallelism: u32,
+    max_parallelism: Option<u32>,
+    slot_sharing_group: u32,
+    co_location_group: u32,
+}
+
+/// One edge as read: positions of its strings in [`RawJob::edge_text`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RawEdge {
+    source: u32,
+    target: u32,
+    pattern: Coded<DistributionPattern>,
+    partition_type: Coded<ResultPartitionType>,
+    ship_strategy: Option<u32>,
+    data_set: Option<u32>,
+}
+
+/// A job graph as read, in listing order, before validation: what [`JobGraphJson`] holds, but
+/// with every string in a few shared buffers (24 bytes per vertex plus its id, 40 per edge plus
+/// its strings), so that a file of millions of vertices can be read without a `String` per
+/// field. Built from a [`JobGraphJson`] ([`JobGraph::from_json`]) or straight from the bytes
+/// (the streaming reader of `load`), and validated by [`JobGraph::from_raw`].
+#[derive(Clone, Debug)]
+pub(crate) struct RawJob {
+    pub(crate) name: String,
+    pub(crate) job_type: String,
+    ids: StrArena,
+    vertices: Vec<RawVertex>,
+    /// Slot sharing group names; number 0 is `default`.
+    slot_sharing_groups: Interner,
+    co_location_groups: Interner,
+    /// Operators of the vertices that have any: (listing position, operators), ascending.
+    operators: Vec<(u32, Vec<OperatorJson>)>,
+    edge_text: StrArena,
+    edges: Vec<RawEdge>,
+}
+
+impl Default for RawJob {
+    fn default() -> Self {
+        let mut slot_sharing_groups = Interner::default();
+        slot_sharing_groups.intern(DEFAULT_SLOT_SHARING_GROUP);
+        RawJob {
+            name: String::new(),
+            job_type: String::new(),
+            ids: StrArena::default(),
+            vertices: Vec::new(),
+            slot_sharing_groups,
+            co_location_groups: Interner::default(),
+            operators: Vec::new(),
+            edge_text: StrArena::default(),
+            edges: Vec::new(),
+        }
+    }
+}
+
+/// The slot sharing group of a vertex that names none.
+const DEFAULT_SLOT_SHARING_GROUP: &str = "default";
+
+impl RawJob {
+    /// Appends a vertex, as listed.
+    pub(crate) fn push_vertex(
+        &mut self,
+        id: &str,
+        parallelism: u32,
+        max_parallelism: Option<u32>,
+        slot_sharing_group: Option<&str>,
+        co_location_group: Option<&str>,
+        operators: Vec<OperatorJson>,
+    ) {
+        let position = self.ids.push(id);
+        if !operators.is_empty() {
+            self.operators.push((position, operators));
+        }
+        self.vertices.push(RawVertex {
+            parallelism,
+            max_parallelism,
+            slot_sharing_group: slot_sharing_group
+                .map_or(0, |g| self.slot_sharing_groups.intern(g)),
+            co_location_group: co_location_group
+                .map_or(NO_GROUP, |g| self.co_location_groups.intern(g)),
+        });
+    }
+
+    /// Appends an edge, as listed.
+    pub(crate) fn push_edge(
+        &mut self,
+        source: &str,
+        target: &str,
+        distribution_pattern: &str,
+        result_partition_type: &str,
+        ship_strategy: Option<&str>,
+        data_set: Option<&str>,
+    ) {
+        let text = &mut self.edge_text;
+        let source = text.push(source);
+        let target = text.push(target);
+        let pattern = DistributionPattern::parse(distribution_pattern).map_or_else(
+            || Coded::Unknown(text.push(distribution_pattern)),
+            Coded::Known,
+        );
+        let partition_type = ResultPartitionType::parse(result_partition_type).map_or_else(
+            || Coded::Unknown(text.push(result_partition_type)),
+            Coded::Known,
+        );
+        let ship_strategy = ship_strategy.map(|s| text.push(s));
+        let data_set = data_set.map(|s| text.push(s));
+        self.edges.push(RawEdge {
+            source,
+            target,
+            pattern,
+            partition_type,
+            ship_strategy,
+            data_set,
+        });
+    }
+
+    /// `--parallelism N`: every vertex of parallelism above 1 gets `parallelism`.
+    pub(crate) fn override_parallelism(&mut self, parallelism: u32) {
+        for v in &mut self.vertices {
+            if v.parallelism > 1 {
+                v.parallelism = parallelism;
+            }
+        }
+    }
+
+    /// The same job, read from job graph JSON.
+    fn from_json(json: &JobGraphJson) -> RawJob {
+        let mut raw = RawJob {
+            name: json.name.clone(),
+            job_type: json.job_type.clone(),
+            ..RawJob::default()
+        };
+        for v in &json.vertices {
+            raw.push_vertex(
+                &v.id,
+                v.parallelism,
+                v.max_parallelism,
+                v.slot_sharing_group.as_deref(),
+                v.co_location_group.as_deref(),
+                v.operators.clone(),
+            );
+        }
+        for e in &json.edges {
+            raw.push_edge(
+                &e.source,
+                &e.target,
+                &e.distribution_pattern,
+                &e.result_partition_type,
+                e.ship_strategy.as_deref(),
+                e.data_set.as_deref(),
+            );
+        }
+        raw
+    }
+}
+
 /// A validated job graph: ids resolved to dense indices, vertices in topological order, data
-/// sets grouped. It can only be built through [`JobGraph::from_json`], so every instance is valid.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// sets grouped. It can only be built through [`JobGraph::from_json`] (or the loader in
+/// [`load`](crate::load), which validates the same way), so every instance is valid.
+///
+/// Compact for jobs of millions of vertices: the ids live in one string buffer in the order of
+/// the file (plus the topological position -> file position map when the two differ), group
+/// names are interned, inputs and produced data sets are index lists shared by all vertices, and
+/// the id lookup is a hash index of `u32`s over the stored ids, so that an id is stored once.
+#[derive(Clone, Debug)]
 pub struct JobGraph {
     name: String,
     job_type: JobType,
     vertices: Vec<JobVertex>,
+    /// Vertex ids, in the order of the file.
+    ids: StrArena,
+    /// Topological position -> position in the file; empty when they are the same.
+    listing: Vec<u32>,
+    slot_sharing_groups: StrArena,
+    co_location_groups: StrArena,
+    /// (vertex, its operators) for the vertices that have any, by vertex.
+    operators: Vec<(JobVertexIndex, Vec<OperatorJson>)>,
+    /// `inputs[input_offsets[j]..input_offsets[j + 1]]` are the inputs of vertex `j`; both
+    /// empty when there are no edges.
+    input_offsets: Vec<u32>,
+    inputs: Vec<JobEdgeIndex>,
+    /// As `input_offsets` and `inputs`, for the produced data sets.
+    produced_offsets: Vec<u32>,
+    produced: Vec<IntermediateDataSetIndex>,
     edges: Vec<JobEdge>,
     data_sets: Vec<IntermediateDataSet>,
-    vertex_by_id: HashMap<String, JobVertexIndex>,
+    /// Vertex id -> topological position.
+    vertex_by_id: StrIndex,
+}
+
+/// Two graphs are equal when they describe the same job: same name and type, same vertices in
+/// the same order with the same ids, groups, operators, inputs and outputs, same edges and data
+/// sets (however their strings are stored).
+impl PartialEq for JobGraph {
+    fn eq(&self, other: &JobGraph) -> bool {
+        let same_vertex = |j: JobVertexIndex| {
+            let (a, b) = (self.vertex(j), other.vertex(j));
+            (
+                a.parallelism,
+                a.max_parallelism,
+                a.max_parallelism_configured,
+            ) == (
+                b.parallelism,
+                b.max_parallelism,
+                b.max_parallelism_configured,
+            ) && self.vertex_id(j) == other.vertex_id(j)
+                && self.slot_sharing_group(j) == other.slot_sharing_group(j)
+                && self.co_location_group(j) == other.co_location_group(j)
+                && self.operators(j) == other.operators(j)
+                && self.inputs(j) == other.inputs(j)
+                && self.produced_data_sets(j) == other.produced_data_sets(j)
+        };
+        self.name == other.name
+            && self.job_type == other.job_type
+            && self.edges == other.edges
+            && self.data_sets == other.data_sets
+            && self.vertices.len() == other.vertices.len()
+            && self.vertex_indices().all(same_vertex)
+    }
+}
+
+impl Eq for JobGraph {}
+
+/// The slice `offsets[i]..offsets[i + 1]` of `items`, or nothing when `offsets` is empty.
+fn csr_slice<'a, T>(offsets: &[u32], items: &'a [T], i: usize) -> &'a [T] {
+    if offsets.is_empty() {
+        return &[];
+    }
+    &items[offsets[i] as usize..offsets[i + 1] as usize]
+}
+
+/// Groups `items` (given as `(key, value)` in order) by key into offsets and values, keeping the
+/// order within a key: a counting sort. Empty vectors when there are no items.
+fn csr<T: Copy>(
+    keys: usize,
+    fill: T,
+    items: impl Iterator<Item = (usize, T)> + Clone,
+) -> (Vec<u32>, Vec<T>) {
+    let mut offsets = vec![0u32; keys + 1];
+    let mut count = 0usize;
+    for (key, _) in items.clone() {
+        offsets[key + 1] += 1;
+        count += 1;
+    }
+    if count == 0 {
+        return (Vec::new(), Vec::new());
+    }
+    for i in 0..keys {
+        offsets[i + 1] += offsets[i];
+    }
+    // Fill moving each key's start forward; afterwards offsets[k] is where k + 1 starts.
+    let mut values = vec![fill; count];
+    for (key, value) in items {
+        values[offsets[key] as usize] = value;
+        offsets[key] += 1;
+    }
+    for k in (1..=keys).rev() {
+        offsets[k] = offsets[k - 1];
+    }
+    offsets[0] = 0;
+    (offsets, values)
 }
 
 impl JobGraph {
@@ -154,22 +417,41 @@ impl JobGraph {
     /// pattern or type, or whose consumers differ in parallelism; a cycle; more than
     /// [`MAX_EXECUTION_VERTICES`] subtasks.
     pub fn from_json(json: &JobGraphJson) -> Result<JobGraph, GraphError> {
-        let job_type = match json.job_type.as_str() {
+        JobGraph::from_raw(RawJob::from_json(json))
+    }
+
+    /// Validates a job as read (see [`JobGraph::from_json`], which this implements). Consumes
+    /// it, freeing its parts as they are no longer needed.
+    pub(crate) fn from_raw(raw: RawJob) -> Result<JobGraph, GraphError> {
+        let RawJob {
+            name,
+            job_type,
+            ids,
+            vertices: raw_vertices,
+            slot_sharing_groups,
+            co_location_groups,
+            operators: raw_operators,
+            edge_text,
+            edges: raw_edges,
+        } = raw;
+        let job_type = match job_type.as_str() {
             "streaming" => JobType::Streaming,
             "batch" => JobType::Batch,
             other => return Err(GraphError::UnknownJobType(other.to_owned())),
         };
-        if json.vertices.is_empty() {
+        if raw_vertices.is_empty() {
             return Err(GraphError::NoVertices);
         }
 
         // Vertices, by listing position first.
-        let mut listing_by_id: HashMap<&str, usize> = HashMap::with_capacity(json.vertices.len());
+        let n = raw_vertices.len();
+        let mut vertex_by_id = StrIndex::with_capacity(n);
         let mut total_subtasks: u64 = 0;
-        for (index, v) in json.vertices.iter().enumerate() {
-            let reason = if v.id.is_empty() {
+        for (index, v) in raw_vertices.iter().enumerate() {
+            let id = ids.get(index_u32(index));
+            let reason = if id.is_empty() {
                 Some("it is empty")
-            } else if v.id.contains('#') {
+            } else if id.contains('#') {
                 Some("'#' separates vertex id and subtask index and cannot be part of an id")
             } else {
                 None
@@ -177,20 +459,23 @@ impl JobGraph {
             if let Some(reason) = reason {
                 return Err(GraphError::InvalidVertexId {
                     index,
-                    id: v.id.clone(),
+                    id: id.to_owned(),
                     reason,
                 });
             }
-            if listing_by_id.insert(v.id.as_str(), index).is_some() {
-                return Err(GraphError::DuplicateVertex(v.id.clone()));
+            if vertex_by_id
+                .insert(id, index_u32(index), |i| ids.get(i))
+                .is_some()
+            {
+                return Err(GraphError::DuplicateVertex(id.to_owned()));
             }
             if v.parallelism == 0 {
-                return Err(GraphError::ZeroParallelism(v.id.clone()));
+                return Err(GraphError::ZeroParallelism(id.to_owned()));
             }
             if let Some(max) = v.max_parallelism {
                 if v.parallelism > max {
                     return Err(GraphError::ParallelismAboveMax {
-                        vertex: v.id.clone(),
+                        vertex: id.to_owned(),
                         parallelism: v.parallelism,
                         max_parallelism: max,
                     });
@@ -207,53 +492,58 @@ impl JobGraph {
         }
 
         // Edges, by listing position of their endpoints.
-        struct RawEdge {
-            source: usize,
-            target: usize,
+        #[derive(Clone, Copy)]
+        struct Resolved {
+            source: u32,
+            target: u32,
             pattern: DistributionPattern,
             partition_type: ResultPartitionType,
         }
-        let mut raw_edges = Vec::with_capacity(json.edges.len());
-        for (index, e) in json.edges.iter().enumerate() {
+        let mut resolved = Vec::with_capacity(raw_edges.len());
+        for (index, e) in raw_edges.iter().enumerate() {
+            let (source_id, target_id) = (edge_text.get(e.source), edge_text.get(e.target));
             let lookup = |end: &'static str, id: &str| {
-                listing_by_id
-                    .get(id)
-                    .copied()
+                vertex_by_id
+                    .get(id, |i| ids.get(i))
                     .ok_or_else(|| GraphError::UnknownVertex {
                         edge: index,
-                        source_id: e.source.clone(),
-                        target_id: e.target.clone(),
+                        source_id: source_id.to_owned(),
+                        target_id: target_id.to_owned(),
                         end,
                         vertex: id.to_owned(),
                     })
             };
-            let source = lookup("source", &e.source)?;
-            let target = lookup("target", &e.target)?;
-            let unknown = |field, value: &str, expected| GraphError::UnknownEdgeValue {
+            let source = lookup("source", source_id)?;
+            let target = lookup("target", target_id)?;
+            let unknown = |field, value: u32, expected| GraphError::UnknownEdgeValue {
                 edge: index,
-                source_id: e.source.clone(),
-                target_id: e.target.clone(),
+                source_id: source_id.to_owned(),
+                target_id: target_id.to_owned(),
                 field,
-                value: value.to_owned(),
+                value: edge_text.get(value).to_owned(),
                 expected,
             };
-            let pattern = DistributionPattern::parse(&e.distribution_pattern).ok_or_else(|| {
-                unknown(
-                    "distribution_pattern",
-                    &e.distribution_pattern,
-                    "pointwise, all_to_all",
-                )
-            })?;
+            let pattern = match e.pattern {
+                Coded::Known(p) => p,
+                Coded::Unknown(value) => {
+                    return Err(unknown(
+                        "distribution_pattern",
+                        value,
+                        "pointwise, all_to_all",
+                    ))
+                }
+            };
             let partition_type =
-                ResultPartitionType::parse(&e.result_partition_type).ok_or_else(|| {
-                    unknown(
+                match e.partition_type {
+                    Coded::Known(t) => t,
+                    Coded::Unknown(value) => return Err(unknown(
                         "result_partition_type",
-                        &e.result_partition_type,
+                        value,
                         "pipelined, pipelined_bounded, blocking, hybrid_full, hybrid_selective, \
                          blocking_persistent, pipelined_approximate",
-                    )
-                })?;
-            raw_edges.push(RawEdge {
+                    )),
+                };
+            resolved.push(Resolved {
                 source,
                 target,
                 pattern,
@@ -262,108 +552,130 @@ impl JobGraph {
         }
 
         // Topological order, ties by listing order (Kahn with a min-heap).
-        let n = json.vertices.len();
         let mut in_degree = vec![0u32; n];
-        let mut out_edges: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for e in &raw_edges {
-            in_degree[e.target] += 1;
-            out_edges[e.source].push(e.target);
+        for e in &resolved {
+            in_degree[e.target as usize] += 1;
         }
-        let mut ready: BinaryHeap<Reverse<usize>> =
-            (0..n).filter(|&v| in_degree[v] == 0).map(Reverse).collect();
-        let mut order = Vec::with_capacity(n);
+        let (out_offsets, out_targets) =
+            csr(n, 0, resolved.iter().map(|e| (e.source as usize, e.target)));
+        let mut ready: BinaryHeap<Reverse<u32>> = (0..n)
+            .filter(|&v| in_degree[v] == 0)
+            .map(|v| Reverse(index_u32(v)))
+            .collect();
+        let mut order: Vec<u32> = Vec::with_capacity(n);
         while let Some(Reverse(v)) = ready.pop() {
             order.push(v);
-            for &t in &out_edges[v] {
-                in_degree[t] -= 1;
-                if in_degree[t] == 0 {
+            for &t in csr_slice(&out_offsets, &out_targets, v as usize) {
+                in_degree[t as usize] -= 1;
+                if in_degree[t as usize] == 0 {
                     ready.push(Reverse(t));
                 }
             }
         }
+        drop((ready, out_offsets, out_targets));
         if order.len() < n {
             return Err(GraphError::Cycle {
                 cycle: describe_cycle(
-                    json,
-                    &raw_edges
+                    &ids,
+                    resolved
                         .iter()
-                        .map(|e| (e.source, e.target))
-                        .collect::<Vec<_>>(),
+                        .map(|e| (e.source as usize, e.target as usize)),
                     &in_degree,
                 ),
             });
         }
+        drop(in_degree);
         let mut position = vec![0u32; n];
         for (pos, &listing) in order.iter().enumerate() {
-            position[listing] = index_u32(pos);
+            position[listing as usize] = index_u32(pos);
         }
+        let vertex_id = |pos: JobVertexIndex| ids.get(order[pos.idx()]);
 
-        let mut vertices: Vec<JobVertex> = order
+        let vertices: Vec<JobVertex> = order
             .iter()
             .map(|&listing| {
-                let v = &json.vertices[listing];
+                let v = &raw_vertices[listing as usize];
                 JobVertex {
-                    id: v.id.clone(),
                     parallelism: v.parallelism,
                     max_parallelism: v
                         .max_parallelism
                         .map_or_else(|| default_max_parallelism(v.parallelism), u64::from),
                     max_parallelism_configured: v.max_parallelism.is_some(),
-                    slot_sharing_group: v
-                        .slot_sharing_group
-                        .clone()
-                        .unwrap_or_else(|| "default".to_owned()),
-                    co_location_group: v.co_location_group.clone(),
-                    operators: v.operators.clone(),
-                    inputs: Vec::new(),
-                    produced_data_sets: Vec::new(),
+                    slot_sharing_group: v.slot_sharing_group,
+                    co_location_group: v.co_location_group,
                 }
             })
             .collect();
+        drop(raw_vertices);
 
-        // Data sets: explicit names first, so generated names never collide with them.
-        let mut data_set_by_name: HashMap<String, IntermediateDataSetIndex> = HashMap::new();
-        let mut taken: HashSet<String> = json
-            .edges
-            .iter()
-            .filter_map(|e| e.data_set.clone())
-            .collect();
-        // Next suffix to try per base name, so many parallel edges stay linear.
-        let mut next_suffix: HashMap<String, usize> = HashMap::new();
-        let mut generated: Vec<Option<String>> = Vec::with_capacity(json.edges.len());
-        for e in &json.edges {
-            if e.data_set.is_some() {
-                generated.push(None);
+        // Data set names: explicit names first, so generated names never collide with them.
+        // `names` holds every name taken so far; each becomes one data set.
+        let mut names = Interner::default();
+        for e in &raw_edges {
+            if let Some(data_set) = e.data_set {
+                names.intern(edge_text.get(data_set));
+            }
+        }
+        // Next suffix to try per base name (by its number in `names`), so many parallel edges
+        // stay linear; only bases that were taken get one.
+        let mut next_suffix: HashMap<u32, usize> = HashMap::new();
+        let mut edge_names: Vec<u32> = Vec::with_capacity(raw_edges.len());
+        let mut base = String::new();
+        for e in &raw_edges {
+            if let Some(data_set) = e.data_set {
+                let explicit = names.find(edge_text.get(data_set));
+                edge_names.push(explicit.unwrap_or_else(|| unreachable!("bug: name not interned")));
                 continue;
             }
-            let base = format!("{}->{}", e.source, e.target);
-            let mut name = base.clone();
-            let suffix = next_suffix.entry(base.clone()).or_insert(2);
-            while taken.contains(&name) {
-                name = format!("{base}.{suffix}");
-                *suffix += 1;
-            }
-            taken.insert(name.clone());
-            generated.push(Some(name));
+            base.clear();
+            base.push_str(edge_text.get(e.source));
+            base.push_str("->");
+            base.push_str(edge_text.get(e.target));
+            let name = match names.find(&base) {
+                None => names.intern(&base),
+                Some(taken) => {
+                    let suffix = next_suffix.entry(taken).or_insert(2);
+                    loop {
+                        let name = format!("{base}.{suffix}");
+                        *suffix += 1;
+                        if names.find(&name).is_none() {
+                            break names.intern(&name);
+                        }
+                    }
+                }
+            };
+            edge_names.push(name);
         }
-        drop(taken);
+        drop(next_suffix);
 
+        let mut data_set_of_name = vec![u32::MAX; names.len()];
         let mut data_sets: Vec<IntermediateDataSet> = Vec::new();
         let mut edges: Vec<JobEdge> = Vec::with_capacity(raw_edges.len());
-        for (index, (raw, e)) in raw_edges.iter().zip(&json.edges).enumerate() {
+        for (index, (r, e)) in resolved.iter().zip(&raw_edges).enumerate() {
             let edge_index = JobEdgeIndex(index_u32(index));
-            let source = JobVertexIndex(position[raw.source]);
-            let target = JobVertexIndex(position[raw.target]);
-            let name = match (&e.data_set, &generated[index]) {
-                (Some(name), _) | (None, Some(name)) => name,
-                (None, None) => unreachable!("bug: an edge without data set got no generated name"),
-            };
-            let data_set = match data_set_by_name.get(name) {
-                Some(&ds) => {
+            let source = JobVertexIndex(position[r.source as usize]);
+            let target = JobVertexIndex(position[r.target as usize]);
+            let name_number = edge_names[index];
+            let name = names.get(name_number);
+            let data_set = match data_set_of_name[name_number as usize] {
+                u32::MAX => {
+                    let ds = IntermediateDataSetIndex(index_u32(data_sets.len()));
+                    data_sets.push(IntermediateDataSet {
+                        id: name.to_owned(),
+                        producer: source,
+                        result_partition_type: r.partition_type,
+                        distribution_pattern: r.pattern,
+                        consumers: vec![edge_index],
+                    });
+                    data_set_of_name[name_number as usize] = ds.0;
+                    ds
+                }
+                ds => {
+                    let ds = IntermediateDataSetIndex(ds);
                     let existing = &data_sets[ds.idx()];
                     let mismatch = |field, found: String, expected: String| {
                         Err(GraphError::DataSetMismatch {
-                            data_set: name.clone(),
+                            data_set: name.to_owned(),
                             edge: index,
                             field,
                             found,
@@ -373,87 +685,121 @@ impl JobGraph {
                     if existing.producer != source {
                         return mismatch(
                             "source",
-                            e.source.clone(),
-                            vertices[existing.producer.idx()].id.clone(),
+                            edge_text.get(e.source).to_owned(),
+                            vertex_id(existing.producer).to_owned(),
                         );
                     }
-                    if existing.distribution_pattern != raw.pattern {
+                    if existing.distribution_pattern != r.pattern {
                         return mismatch(
                             "distribution_pattern",
-                            raw.pattern.to_string(),
+                            r.pattern.to_string(),
                             existing.distribution_pattern.to_string(),
                         );
                     }
-                    if existing.result_partition_type != raw.partition_type {
+                    if existing.result_partition_type != r.partition_type {
                         return mismatch(
                             "result_partition_type",
-                            raw.partition_type.to_string(),
+                            r.partition_type.to_string(),
                             existing.result_partition_type.to_string(),
                         );
                     }
-                    let first = &vertices[edges[existing.consumers[0].idx()].target.idx()];
-                    let other = &vertices[target.idx()];
-                    if first.parallelism != other.parallelism {
+                    let first = edges[existing.consumers[0].idx()].target;
+                    let (first_parallelism, other_parallelism) = (
+                        vertices[first.idx()].parallelism,
+                        vertices[target.idx()].parallelism,
+                    );
+                    if first_parallelism != other_parallelism {
                         return Err(GraphError::DataSetConsumerParallelism {
-                            data_set: name.clone(),
-                            first: first.id.clone(),
-                            first_parallelism: first.parallelism,
-                            other: other.id.clone(),
-                            other_parallelism: other.parallelism,
+                            data_set: name.to_owned(),
+                            first: vertex_id(first).to_owned(),
+                            first_parallelism,
+                            other: vertex_id(target).to_owned(),
+                            other_parallelism,
                         });
                     }
                     data_sets[ds.idx()].consumers.push(edge_index);
                     ds
                 }
-                None => {
-                    let ds = IntermediateDataSetIndex(index_u32(data_sets.len()));
-                    data_sets.push(IntermediateDataSet {
-                        id: name.clone(),
-                        producer: source,
-                        result_partition_type: raw.partition_type,
-                        distribution_pattern: raw.pattern,
-                        consumers: vec![edge_index],
-                    });
-                    data_set_by_name.insert(name.clone(), ds);
-                    vertices[source.idx()].produced_data_sets.push(ds);
-                    ds
-                }
             };
-            vertices[target.idx()].inputs.push(edge_index);
             edges.push(JobEdge {
                 source,
                 target,
                 data_set,
-                distribution_pattern: raw.pattern,
-                result_partition_type: raw.partition_type,
-                ship_strategy: e.ship_strategy.clone(),
+                distribution_pattern: r.pattern,
+                result_partition_type: r.partition_type,
+                ship_strategy: e.ship_strategy.map(|s| edge_text.get(s).to_owned()),
             });
         }
+        drop((
+            names,
+            edge_names,
+            data_set_of_name,
+            resolved,
+            raw_edges,
+            edge_text,
+        ));
 
         // Co-located vertices run subtask i in one slot: they need equal parallelism.
-        let mut co_location: HashMap<&str, usize> = HashMap::new();
+        let mut first_of_group = vec![NO_GROUP; co_location_groups.len()];
         for (i, v) in vertices.iter().enumerate() {
-            if let Some(group) = v.co_location_group.as_deref() {
-                let first = *co_location.entry(group).or_insert(i);
-                if vertices[first].parallelism != v.parallelism {
-                    return Err(GraphError::CoLocationParallelism {
-                        group: group.to_owned(),
-                        first: vertices[first].id.clone(),
-                        second: v.id.clone(),
-                    });
-                }
+            if v.co_location_group == NO_GROUP {
+                continue;
+            }
+            let first = &mut first_of_group[v.co_location_group as usize];
+            if *first == NO_GROUP {
+                *first = index_u32(i);
+            }
+            let first = JobVertexIndex(*first);
+            if vertices[first.idx()].parallelism != v.parallelism {
+                return Err(GraphError::CoLocationParallelism {
+                    group: co_location_groups.get(v.co_location_group).to_owned(),
+                    first: vertex_id(first).to_owned(),
+                    second: vertex_id(JobVertexIndex(index_u32(i))).to_owned(),
+                });
             }
         }
+        drop(first_of_group);
 
-        let vertex_by_id = vertices
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (v.id.clone(), JobVertexIndex(index_u32(i))))
+        let (input_offsets, inputs) = csr(
+            n,
+            JobEdgeIndex(0),
+            edges
+                .iter()
+                .enumerate()
+                .map(|(i, e)| (e.target.idx(), JobEdgeIndex(index_u32(i)))),
+        );
+        let (produced_offsets, produced) = csr(
+            n,
+            IntermediateDataSetIndex(0),
+            data_sets
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (d.producer.idx(), IntermediateDataSetIndex(index_u32(i)))),
+        );
+        let mut operators: Vec<(JobVertexIndex, Vec<OperatorJson>)> = raw_operators
+            .into_iter()
+            .map(|(listing, ops)| (JobVertexIndex(position[listing as usize]), ops))
             .collect();
+        operators.sort_by_key(|(j, _)| *j);
+        vertex_by_id.remap(|listing| position[listing as usize]);
+        drop(position);
+        let identity = order.iter().enumerate().all(|(pos, &l)| pos == l as usize);
+        let listing = if identity { Vec::new() } else { order };
+        let mut ids = ids;
+        ids.shrink_to_fit();
         Ok(JobGraph {
-            name: json.name.clone(),
+            name,
             job_type,
             vertices,
+            ids,
+            listing,
+            slot_sharing_groups: slot_sharing_groups.into_names(),
+            co_location_groups: co_location_groups.into_names(),
+            operators,
+            input_offsets,
+            inputs,
+            produced_offsets,
+            produced,
             edges,
             data_sets,
             vertex_by_id,
@@ -471,24 +817,29 @@ impl JobGraph {
             vertices: self
                 .vertices
                 .iter()
-                .map(|v| JobVertexJson {
-                    id: v.id.clone(),
-                    parallelism: v.parallelism,
-                    max_parallelism: v
-                        .max_parallelism_configured
-                        .then(|| u32::try_from(v.max_parallelism).unwrap_or(u32::MAX)),
-                    slot_sharing_group: (v.slot_sharing_group != "default")
-                        .then(|| v.slot_sharing_group.clone()),
-                    co_location_group: v.co_location_group.clone(),
-                    operators: v.operators.clone(),
+                .enumerate()
+                .map(|(j, v)| {
+                    let index = JobVertexIndex(index_u32(j));
+                    let group = self.slot_sharing_group(index);
+                    JobVertexJson {
+                        id: self.vertex_id(index).to_owned(),
+                        parallelism: v.parallelism,
+                        max_parallelism: v
+                            .max_parallelism_configured
+                            .then(|| u32::try_from(v.max_parallelism).unwrap_or(u32::MAX)),
+                        slot_sharing_group: (group != DEFAULT_SLOT_SHARING_GROUP)
+                            .then(|| group.to_owned()),
+                        co_location_group: self.co_location_group(index).map(str::to_owned),
+                        operators: self.operators(index).to_vec(),
+                    }
                 })
                 .collect(),
             edges: self
                 .edges
                 .iter()
                 .map(|e| JobEdgeJson {
-                    source: self.vertices[e.source.idx()].id.clone(),
-                    target: self.vertices[e.target.idx()].id.clone(),
+                    source: self.vertex_id(e.source).to_owned(),
+                    target: self.vertex_id(e.target).to_owned(),
                     distribution_pattern: e.distribution_pattern.as_str().to_owned(),
                     result_partition_type: e.result_partition_type.as_str().to_owned(),
                     ship_strategy: e.ship_strategy.clone(),
@@ -513,6 +864,11 @@ impl JobGraph {
         &self.vertices
     }
 
+    /// The vertex indices, in topological order: `0..vertices().len()`.
+    pub fn vertex_indices(&self) -> impl ExactSizeIterator<Item = JobVertexIndex> {
+        (0..index_u32(self.vertices.len())).map(JobVertexIndex)
+    }
+
     /// One vertex.
     ///
     /// # Panics
@@ -521,9 +877,68 @@ impl JobGraph {
         &self.vertices[index.idx()]
     }
 
-    /// Looks a vertex up by id, O(1).
+    /// The id of a vertex, as written (non-empty, no `#`). O(1).
+    ///
+    /// # Panics
+    /// If the index is not of this graph.
+    pub fn vertex_id(&self, index: JobVertexIndex) -> &str {
+        let listing = if self.listing.is_empty() {
+            index.0
+        } else {
+            self.listing[index.idx()]
+        };
+        self.ids.get(listing)
+    }
+
+    /// The slot sharing group of a vertex (`default` when none was given).
+    ///
+    /// # Panics
+    /// If the index is not of this graph.
+    pub fn slot_sharing_group(&self, index: JobVertexIndex) -> &str {
+        self.slot_sharing_groups
+            .get(self.vertices[index.idx()].slot_sharing_group)
+    }
+
+    /// The co-location group of a vertex, if any.
+    ///
+    /// # Panics
+    /// If the index is not of this graph.
+    pub fn co_location_group(&self, index: JobVertexIndex) -> Option<&str> {
+        match self.vertices[index.idx()].co_location_group {
+            NO_GROUP => None,
+            group => Some(self.co_location_groups.get(group)),
+        }
+    }
+
+    /// The chained operators of a vertex with their state, as written (empty when none were
+    /// given). O(log of the number of vertices with operators).
+    pub fn operators(&self, index: JobVertexIndex) -> &[OperatorJson] {
+        self.operators
+            .binary_search_by_key(&index, |(j, _)| *j)
+            .map_or(&[], |k| &self.operators[k].1)
+    }
+
+    /// The input edges of a vertex, in input order (the order of the edge list).
+    ///
+    /// # Panics
+    /// If the index is not of this graph.
+    pub fn inputs(&self, index: JobVertexIndex) -> &[JobEdgeIndex] {
+        csr_slice(&self.input_offsets, &self.inputs, index.idx())
+    }
+
+    /// The data sets a vertex produces, in index order.
+    ///
+    /// # Panics
+    /// If the index is not of this graph.
+    pub fn produced_data_sets(&self, index: JobVertexIndex) -> &[IntermediateDataSetIndex] {
+        csr_slice(&self.produced_offsets, &self.produced, index.idx())
+    }
+
+    /// Looks a vertex up by id, O(1) (a hash index over the stored ids).
     pub fn vertex_index(&self, id: &str) -> Option<JobVertexIndex> {
-        self.vertex_by_id.get(id).copied()
+        self.vertex_by_id
+            .get(id, |j| self.vertex_id(JobVertexIndex(j)))
+            .map(JobVertexIndex)
     }
 
     /// Edges in the input's order; the position is the [`JobEdgeIndex`].
@@ -562,14 +977,14 @@ impl JobGraph {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         let strings = |s: &str| s.len();
-        let operators: usize = self
-            .vertices
-            .iter()
-            .map(|v| {
-                v.operators.capacity() * size_of::<OperatorJson>()
-                    + v.operators
-                        .iter()
-                        .map(|o| {
+        let operators: usize = self.operators.capacity()
+            * size_of::<(JobVertexIndex, Vec<OperatorJson>)>()
+            + self
+                .operators
+                .iter()
+                .flat_map(|(_, ops)| {
+                    std::iter::once(ops.capacity() * size_of::<OperatorJson>()).chain(
+                        ops.iter().map(|o| {
                             o.uid.as_deref().map_or(0, strings)
                                 + o.name.len()
                                 + o.state.capacity() * size_of::<crate::json::StateJson>()
@@ -582,22 +997,18 @@ impl JobGraph {
                                             + s.value_type.as_deref().map_or(0, strings)
                                     })
                                     .sum::<usize>()
-                        })
-                        .sum::<usize>()
-            })
-            .sum();
-        let vertices: usize = self.vertices.capacity() * size_of::<JobVertex>()
-            + self
-                .vertices
-                .iter()
-                .map(|v| {
-                    v.id.capacity()
-                        + v.slot_sharing_group.capacity()
-                        + v.co_location_group.as_ref().map_or(0, String::capacity)
-                        + v.inputs.capacity() * size_of::<JobEdgeIndex>()
-                        + v.produced_data_sets.capacity() * size_of::<IntermediateDataSetIndex>()
+                        }),
+                    )
                 })
                 .sum::<usize>();
+        let vertices = self.vertices.capacity() * size_of::<JobVertex>()
+            + self.ids.heap_bytes()
+            + self.listing.capacity() * size_of::<u32>()
+            + self.slot_sharing_groups.heap_bytes()
+            + self.co_location_groups.heap_bytes()
+            + (self.input_offsets.capacity() + self.produced_offsets.capacity()) * size_of::<u32>()
+            + self.inputs.capacity() * size_of::<JobEdgeIndex>()
+            + self.produced.capacity() * size_of::<IntermediateDataSetIndex>();
         let edges = self.edges.capacity() * size_of::<JobEdge>()
             + self
                 .edges
@@ -610,20 +1021,21 @@ impl JobGraph {
                 .iter()
                 .map(|d| d.id.capacity() + d.consumers.capacity() * size_of::<JobEdgeIndex>())
                 .sum::<usize>();
-        // A hashbrown table: one (key, value) slot plus one control byte per bucket.
-        let index = self.vertex_by_id.capacity() * (size_of::<(String, JobVertexIndex)>() + 1)
-            + self.vertices.iter().map(|v| v.id.len()).sum::<usize>();
-        vertices + operators + edges + data_sets + index
+        vertices + operators + edges + data_sets + self.vertex_by_id.heap_bytes()
     }
 }
 
 /// Names one cycle among the vertices Kahn's algorithm could not order (those with
 /// `in_degree > 0`): each has a predecessor that is also unordered, so walking predecessors must
 /// revisit a vertex.
-fn describe_cycle(json: &JobGraphJson, edges: &[(usize, usize)], in_degree: &[u32]) -> String {
+fn describe_cycle(
+    ids: &StrArena,
+    edges: impl Iterator<Item = (usize, usize)>,
+    in_degree: &[u32],
+) -> String {
     let n = in_degree.len();
     let mut predecessor = vec![usize::MAX; n];
-    for &(s, t) in edges {
+    for (s, t) in edges {
         if in_degree[s] > 0 && in_degree[t] > 0 && predecessor[t] == usize::MAX {
             predecessor[t] = s;
         }
@@ -648,7 +1060,7 @@ fn describe_cycle(json: &JobGraphJson, edges: &[(usize, usize)], in_degree: &[u3
     cycle.reverse();
     cycle
         .iter()
-        .map(|&i| json.vertices[i].id.as_str())
+        .map(|&i| ids.get(index_u32(i)))
         .collect::<Vec<_>>()
         .join(" -> ")
 }

@@ -3,6 +3,8 @@
 //!
 //! The flow is [`JobGraphJson`] (or a Flink plan, [`flink_plan`]) -> [`JobGraph`] (validated)
 //! -> [`ExecutionGraph`] (O(V + E) memory, whatever the parallelism) -> [`PipelinedRegions`].
+//! [`load::load`] reads job graph JSON into the [`JobGraph`] without the [`JobGraphJson`] step,
+//! for files of millions of vertices.
 //!
 //! ```
 //! use conflux_graph::{generate, ExecutionGraph, JobGraph, PipelinedRegions, ResultPartitionType};
@@ -31,6 +33,8 @@ pub mod load;
 mod partition_type;
 mod regions;
 mod ship_strategy;
+mod stream;
+mod strings;
 
 pub use error::GraphError;
 pub use execution_graph::{

@@ -7,12 +7,15 @@ use serde::Deserialize;
 use crate::json::JobGraphJson;
 use crate::{flink_plan, GraphError, JobGraph};
 
-/// The largest job file, in either format, that [`parse`] accepts: 256 MiB (268,435,456
-/// bytes). Reading costs about 12 bytes of memory per byte of a file made of vertices only (a
-/// 217 MB file of 6.2 million vertices peaks at 2.7 GB in `conflux inspect`, mostly the
-/// [`JobGraphJson`] and the [`JobGraph`] built from it), so this bounds a job file to about
-/// 3 GB of memory. Real jobs are kilobytes: the number of vertices, not their parallelism, makes
-/// a file large.
+/// The largest job file, in either format, that [`parse`] and [`load`] accept: 256 MiB
+/// (268,435,456 bytes), checked before anything is parsed. [`load`] reads job graph JSON without
+/// building a [`JobGraphJson`]: vertices and edges go one by one into a compact form (one string
+/// buffer for the ids, interned group names), and the validated [`JobGraph`] stores each id once.
+/// `conflux inspect` of a 216 MB file of 6.2 million vertices peaks at 2.7 times the file in
+/// RSS, the file itself included (README, "Limits"), so a file at this limit needs about 0.7 GiB.
+/// Flink plans are read as a `serde_json::Value` and a [`JobGraphJson`] and cost more per byte,
+/// but real plans are kilobytes: the number of vertices, not their parallelism, makes a file
+/// large.
 pub const MAX_JOB_FILE_BYTES: u64 = 256 << 20;
 
 /// How to read a job.
@@ -53,14 +56,7 @@ pub fn parse(
     bytes: &[u8],
     options: &LoadOptions,
 ) -> Result<(JobGraphJson, InputFormat), GraphError> {
-    let size = bytes.len() as u64;
-    if size > MAX_JOB_FILE_BYTES {
-        return Err(GraphError::TooLarge {
-            what: "bytes of JSON",
-            count: size,
-            limit: MAX_JOB_FILE_BYTES,
-        });
-    }
+    check_size(bytes)?;
     let (mut json, format) = if is_flink_plan(bytes) {
         (
             flink_plan::import(bytes, options.default_parallelism)?,
@@ -99,13 +95,68 @@ fn is_flink_plan(bytes: &[u8]) -> bool {
     })
 }
 
-/// Parses and validates a job in either format.
+/// Parses and validates a job in either format. Job graph JSON is read straight into the compact
+/// form [`JobGraph`] is built from, never as a [`JobGraphJson`] (see [`MAX_JOB_FILE_BYTES`]);
+/// the result and every error are those of [`parse`] followed by [`JobGraph::from_json`].
 ///
 /// # Errors
 /// As [`parse`] and [`JobGraph::from_json`].
 pub fn load(bytes: &[u8], options: &LoadOptions) -> Result<JobGraph, GraphError> {
-    let (json, _) = parse(bytes, options)?;
-    JobGraph::from_json(&json)
+    Ok(load_detected(Input::Borrowed(bytes), options)?.0)
+}
+
+/// As [`load`], and says which format the input was in. Takes the bytes by value and frees them
+/// as soon as they are parsed, before validation, so that the file and the validated graph are
+/// never in memory together.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_owned(
+    bytes: Vec<u8>,
+    options: &LoadOptions,
+) -> Result<(JobGraph, InputFormat), GraphError> {
+    load_detected(Input::Owned(bytes), options)
+}
+
+/// The bytes of a job, owned (freed once parsed) or borrowed.
+enum Input<'a> {
+    Owned(Vec<u8>),
+    Borrowed(&'a [u8]),
+}
+
+fn load_detected(
+    input: Input<'_>,
+    options: &LoadOptions,
+) -> Result<(JobGraph, InputFormat), GraphError> {
+    let bytes = match &input {
+        Input::Owned(bytes) => bytes.as_slice(),
+        Input::Borrowed(bytes) => bytes,
+    };
+    check_size(bytes)?;
+    if is_flink_plan(bytes) {
+        let (json, format) = parse(bytes, options)?;
+        drop(input);
+        return Ok((JobGraph::from_json(&json)?, format));
+    }
+    let mut raw = crate::stream::parse(bytes)?;
+    drop(input);
+    if let Some(p) = options.parallelism {
+        raw.override_parallelism(p);
+    }
+    Ok((JobGraph::from_raw(raw)?, InputFormat::JobGraph))
+}
+
+/// [`GraphError::TooLarge`] above [`MAX_JOB_FILE_BYTES`].
+fn check_size(bytes: &[u8]) -> Result<(), GraphError> {
+    let size = bytes.len() as u64;
+    if size > MAX_JOB_FILE_BYTES {
+        return Err(GraphError::TooLarge {
+            what: "bytes of JSON",
+            count: size,
+            limit: MAX_JOB_FILE_BYTES,
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -289,11 +289,11 @@ impl PipelinedRegions {
     fn check_co_location(&self, graph: &ExecutionGraph) -> Result<(), GraphError> {
         let job = graph.job_graph();
         let mut first_of_group: Vec<(&str, JobVertexIndex)> = Vec::new();
-        for (j, v) in job.vertices().iter().enumerate() {
-            let Some(group) = v.co_location_group.as_deref() else {
+        for j in 0..job.vertices().len() {
+            let j = JobVertexIndex(index_u32(j));
+            let Some(group) = job.co_location_group(j) else {
                 continue;
             };
-            let j = JobVertexIndex(index_u32(j));
             let Some(&(_, first)) = first_of_group.iter().find(|(g, _)| *g == group) else {
                 first_of_group.push((group, j));
                 continue;

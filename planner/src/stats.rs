@@ -78,9 +78,8 @@ impl PlanStats {
         let mut total = input;
         total.add(output);
         let stateful_operators = job
-            .vertices()
-            .iter()
-            .flat_map(|v| &v.operators)
+            .vertex_indices()
+            .flat_map(|j| job.operators(j))
             .filter(|o| !o.state.is_empty())
             .count();
         Ok(PlanStats {
@@ -134,8 +133,8 @@ fn edge_stats(graph: &ExecutionGraph, config: &StatsConfig) -> Result<Vec<EdgeSt
         };
         edges.push(EdgeStats {
             index: i,
-            source: job.vertex(edge.source).id.clone(),
-            target: job.vertex(edge.target).id.clone(),
+            source: job.vertex_id(edge.source).to_owned(),
+            target: job.vertex_id(edge.target).to_owned(),
             ship_strategy: edge.ship_strategy.clone(),
             distribution_pattern: pattern.as_str().to_owned(),
             result_partition_type: result_type.as_str().to_owned(),

@@ -77,11 +77,13 @@ impl SlotPool {
     pub(crate) fn new(graph: &ExecutionGraph) -> SlotPool {
         let mut names: Vec<&str> = Vec::new();
         let mut sharing_group_of = IndexVec::with_capacity(graph.num_execution_vertices() as usize);
-        for v in graph.job_graph().vertices() {
-            let index = match names.iter().position(|s| *s == v.slot_sharing_group) {
+        let job = graph.job_graph();
+        for j in job.vertex_indices() {
+            let (v, group) = (job.vertex(j), job.slot_sharing_group(j));
+            let index = match names.iter().position(|s| *s == group) {
                 Some(i) => i,
                 None => {
-                    names.push(&v.slot_sharing_group);
+                    names.push(group);
                     names.len() - 1
                 }
             };

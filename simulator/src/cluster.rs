@@ -186,9 +186,10 @@ fn log_blob_failures(factory: &mut TaskDeploymentDescriptorFactory, job_id: JobI
 /// The slots a job needs: per slot sharing group, its largest parallelism.
 pub fn slot_demand(graph: &ExecutionGraph) -> u32 {
     let mut by_group: HashMap<&str, u32> = HashMap::new();
-    for v in graph.job_graph().vertices() {
-        let e = by_group.entry(v.slot_sharing_group.as_str()).or_default();
-        *e = (*e).max(v.parallelism);
+    let job = graph.job_graph();
+    for j in job.vertex_indices() {
+        let e = by_group.entry(job.slot_sharing_group(j)).or_default();
+        *e = (*e).max(job.vertex(j).parallelism);
     }
     by_group.values().sum()
 }

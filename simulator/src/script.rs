@@ -225,13 +225,13 @@ impl Names<'_> {
         let v = self.vertex(&vertex_name)?;
         let id = self.graph.execution_vertex_id(v);
         let job = self.graph.job_graph();
-        let produced = &job.vertex(id.job_vertex).produced_data_sets;
+        let produced = job.produced_data_sets(id.job_vertex);
         let result = match data_set {
             Some(ds) => *produced
                 .iter()
                 .find(|&&d| job.data_set(d).id == ds)
                 .ok_or_else(|| format!("'{name}': the vertex produces no data set '{ds}'"))?,
-            None => match produced.as_slice() {
+            None => match produced {
                 [only] => *only,
                 [] => return Err(format!("'{name}': the vertex produces no data set")),
                 _ => return Err(format!("'{name}': the vertex produces several data sets; name one as {vertex_name}@<data set>")),

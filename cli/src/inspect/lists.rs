@@ -7,8 +7,10 @@
 use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 use serde_json::Value;
 
+use crate::descriptors::DescriptorReport;
+
 use conflux_graph::{
-    EdgeConnection, ExecutionGraph, ExecutionVertexIndex, JobGraph, JobVertex, PipelinedRegions,
+    EdgeConnection, ExecutionGraph, ExecutionVertexIndex, JobGraph, PipelinedRegions,
 };
 
 /// The graph the lists are read from.
@@ -16,6 +18,8 @@ use conflux_graph::{
 pub(crate) struct Lists<'a> {
     pub(crate) graph: &'a ExecutionGraph,
     pub(crate) regions: &'a PipelinedRegions,
+    /// The `descriptors` section, whose edges are listed.
+    pub(crate) descriptors: &'a DescriptorReport<'a>,
 }
 
 /// One job vertex of `job_graph.vertices`.
@@ -57,15 +61,16 @@ impl<'a> Lists<'a> {
 
     /// The job vertices, in the job graph's order.
     pub(crate) fn vertices(&self) -> impl Iterator<Item = VertexRow<'a>> + 'a {
-        self.job()
-            .vertices()
-            .iter()
-            .map(|v: &'a JobVertex| VertexRow {
-                id: &v.id,
+        let job = self.job();
+        job.vertex_indices().map(move |j| {
+            let v = job.vertex(j);
+            VertexRow {
+                id: job.vertex_id(j),
                 max_parallelism: v.max_parallelism,
                 parallelism: v.parallelism,
-                slot_sharing_group: &v.slot_sharing_group,
-            })
+                slot_sharing_group: job.slot_sharing_group(j),
+            }
+        })
     }
 
     /// The edges, one per connection of the execution graph.
@@ -83,8 +88,8 @@ impl<'a> Lists<'a> {
                     groups: c.num_groups,
                     result_partition_type: e.result_partition_type.as_str(),
                     ship_strategy: e.ship_strategy.as_deref(),
-                    source: &job.vertex(e.source).id,
-                    target: &job.vertex(e.target).id,
+                    source: job.vertex_id(e.source),
+                    target: job.vertex_id(e.target),
                 }
             })
     }
@@ -100,15 +105,15 @@ impl<'a> Lists<'a> {
                     .map(|g| {
                         let group = graph.consumed_partition_group(g);
                         let data_set = job.data_set(group.result);
-                        let producer = job.vertex(data_set.producer);
-                        let suffix = if producer.produced_data_sets.len() > 1 {
+                        let producer = job.vertex_id(data_set.producer);
+                        let suffix = if job.produced_data_sets(data_set.producer).len() > 1 {
                             format!("@{}", data_set.id)
                         } else {
                             String::new()
                         };
                         group
                             .partitions
-                            .map(|p| format!("{}#{p}{suffix}", producer.id))
+                            .map(|p| format!("{producer}#{p}{suffix}"))
                             .collect()
                     })
                     .collect(),
@@ -157,6 +162,25 @@ impl Serialize for JsonReport<'_> {
                     map.serialize_entry(key, &JobGraphLists(job_graph, self.lists))?;
                 }
                 ("vertices", _) => map.serialize_entry(key, &seq(self.lists.detail()))?,
+                ("descriptors", Value::Object(descriptors)) => {
+                    map.serialize_entry(key, &DescriptorEdges(descriptors, self.lists.descriptors))?
+                }
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
+/// `descriptors`: its keys in the summary's order, the edges in place of their placeholder.
+struct DescriptorEdges<'a>(&'a serde_json::Map<String, Value>, &'a DescriptorReport<'a>);
+
+impl Serialize for DescriptorEdges<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (key, value) in self.0 {
+            match key.as_str() {
+                "edges" => map.serialize_entry(key, &seq(self.1.rows()))?,
                 _ => map.serialize_entry(key, value)?,
             }
         }

@@ -107,19 +107,19 @@ pub(crate) fn render(r: &Value, lists: Lists<'_>, w: &mut dyn Write) -> std::io:
         )?;
     }
     writeln!(w, "shuffle descriptor groups (first {} per edge)", 16)?;
-    for e in r["descriptors"]["edges"].as_array().into_iter().flatten() {
-        for g in e["listed_groups"].as_array().into_iter().flatten() {
+    for e in lists.descriptors.rows() {
+        for g in e.listed_groups {
             writeln!(
                 w,
                 "  {} -> {} group {}: {} descriptors for {} consumers, {} bytes raw, {} compressed, {}",
-                e["source"].as_str().unwrap_or(""),
-                e["target"].as_str().unwrap_or(""),
-                g["group"],
-                n(&g["descriptors"]),
-                n(&g["consumers"]),
-                n(&g["raw_bytes"]),
-                n(&g["compressed_bytes"]),
-                if g["offloaded"].as_bool().unwrap_or(false) { "offloaded" } else { "inline" }
+                e.source,
+                e.target,
+                g.group,
+                group_digits(g.descriptors),
+                group_digits(g.consumers as u64),
+                group_digits(g.raw_bytes),
+                group_digits(g.compressed_bytes),
+                if g.offloaded { "offloaded" } else { "inline" }
             )?;
         }
     }

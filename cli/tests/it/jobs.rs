@@ -153,6 +153,30 @@ fn generate_prints_a_valid_word_count() {
 }
 
 #[test]
+fn generate_components_writes_a_job_inspect_reads() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("components.json");
+    let file = file.to_str().expect("utf-8");
+    let out = conflux(&[
+        "generate",
+        "components",
+        "--vertices",
+        "10",
+        "--component-size",
+        "4",
+        "-o",
+        file,
+    ]);
+    assert!(out.status.success());
+    let out = conflux(&["inspect", file, "--format", "json"]);
+    assert!(out.status.success());
+    let r = json_of(&out);
+    assert_eq!(r["job_vertices"], 10);
+    assert_eq!(r["job_edges"], 7); // chains v0-v3, v4-v7, v8-v9
+    assert_eq!(r["regions"], 3);
+}
+
+#[test]
 fn bad_input_exits_2_with_one_line_naming_the_problem() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bad = dir.path().join("bad.json");

@@ -167,7 +167,7 @@ fn mismatches(name: &str, graph: &JobGraph, gt: &Value, default_parallelism: u32
     }
 
     // Vertex ids.
-    let ours: BTreeSet<&str> = graph.vertices().iter().map(|v| v.id.as_str()).collect();
+    let ours: BTreeSet<&str> = graph.vertex_indices().map(|j| graph.vertex_id(j)).collect();
     let theirs: BTreeSet<&str> = gt_vertices.iter().map(|v| gt_str(name, v, "id")).collect();
     for missing in theirs.difference(&ours) {
         out.push(format!("{name}: vertex {missing} missing"));
@@ -196,23 +196,23 @@ fn mismatches(name: &str, graph: &JobGraph, gt: &Value, default_parallelism: u32
 
         let mut gt_inputs: Vec<&Value> = gt_array(name, gt_vertex, "inputs").iter().collect();
         gt_inputs.sort_by_key(|i| gt_i64(name, i, "inputIndex"));
-        if vertex.inputs.len() != gt_inputs.len() {
+        if graph.inputs(index).len() != gt_inputs.len() {
             out.push(format!(
                 "{at}: {} inputs (expected {})",
-                vertex.inputs.len(),
+                graph.inputs(index).len(),
                 gt_inputs.len()
             ));
         }
-        for (n, (&edge_index, gt_input)) in vertex.inputs.iter().zip(&gt_inputs).enumerate() {
+        for (n, (&edge_index, gt_input)) in graph.inputs(index).iter().zip(&gt_inputs).enumerate() {
             let edge = graph.edge(edge_index);
             let at = format!("{at} input {n}");
             if edge.target != index {
                 out.push(format!(
                     "{at}: edge target is {} (expected this vertex)",
-                    graph.vertex(edge.target).id
+                    graph.vertex_id(edge.target)
                 ));
             }
-            let source = graph.vertex(edge.source).id.as_str();
+            let source = graph.vertex_id(edge.source);
             let gt_source = gt_str(name, gt_input, "sourceVertexId");
             if source != gt_source {
                 out.push(format!("{at}: producer {source} (expected {gt_source})"));

@@ -398,8 +398,8 @@ fn check_expansion(spec: &GraphSpec) {
 
     // Group numbering: consumers in topological order, inputs in order, contiguous per edge.
     let mut next = 0;
-    for v in job_graph.vertices() {
-        for &e in &v.inputs {
+    for j in job_graph.vertex_indices() {
+        for &e in job_graph.inputs(j) {
             let c = graph.connection(e);
             assert_eq!(c.first_group, next, "first group of edge {}", e.0);
             next += c.num_groups;

@@ -206,12 +206,8 @@ fn regions_are_numbered_by_first_vertex_in_topological_order() {
         ],
     );
     let (graph, regions) = build(&json);
-    let names: Vec<&str> = graph
-        .job_graph()
-        .vertices()
-        .iter()
-        .map(|v| v.id.as_str())
-        .collect();
+    let job = graph.job_graph();
+    let names: Vec<&str> = job.vertex_indices().map(|j| job.vertex_id(j)).collect();
     assert_eq!(names, ["B", "A", "C"]);
     let region_of = |name: &str| {
         let j = graph.job_graph().vertex_index(name).expect("vertex");

@@ -2,7 +2,7 @@
 //! input panics.
 
 use conflux_graph::load::{self, LoadOptions};
-use conflux_graph::{GraphError, JobGraph, JobGraphJson};
+use conflux_graph::{GraphError, JobGraph, JobGraphJson, JobVertexIndex};
 use proptest::prelude::*;
 
 use crate::support::{edge, job, vertex};
@@ -176,15 +176,17 @@ fn defaults_and_round_trip() {
     .expect("parses");
     let g = JobGraph::from_json(&json).expect("valid");
     // Topological order puts `a` first although it is listed second.
-    assert_eq!(g.vertices()[0].id, "a");
+    let (a, b) = (JobVertexIndex(0), JobVertexIndex(1));
+    assert_eq!(g.vertex_id(a), "a");
     assert_eq!(g.vertices()[1].max_parallelism, 256); // 100 + 50 -> 256
     assert_eq!(g.vertices()[0].max_parallelism, 7);
-    assert_eq!(g.vertices()[1].slot_sharing_group, "default");
+    assert_eq!(g.slot_sharing_group(b), "default");
+    assert_eq!(g.slot_sharing_group(a), "s");
     // Two parallel edges get two data sets with distinct generated names.
     let names: Vec<&str> = g.data_sets().iter().map(|d| d.id.as_str()).collect();
     assert_eq!(names, ["a->b", "a->b.2"]);
-    assert_eq!(g.vertices()[0].produced_data_sets.len(), 2);
-    assert_eq!(g.vertices()[1].inputs.len(), 2);
+    assert_eq!(g.produced_data_sets(a).len(), 2);
+    assert_eq!(g.inputs(b).len(), 2);
     let again = JobGraph::from_json(&g.to_json()).expect("round trip is valid");
     assert_eq!(again, g);
 }
@@ -198,6 +200,77 @@ fn default_max_parallelism_follows_flink_without_its_cap() {
     assert_eq!(m(10_000), 16_384);
     assert_eq!(m(30_000), 65_536); // Flink would cap at 32,768
     assert_eq!(m(100_000), 262_144);
+}
+
+/// Loads through `load` (which reads job graph JSON straight into the compact graph) and through
+/// the reference path (a whole `JobGraphJson`, then `JobGraph::from_json`), and requires the same
+/// graph or the same error.
+fn assert_loads_as_reference(bytes: &[u8], options: &LoadOptions) {
+    let streamed = load::load(bytes, options);
+    let reference = load::parse(bytes, options).and_then(|(json, _)| JobGraph::from_json(&json));
+    assert_eq!(
+        streamed,
+        reference,
+        "input: {}",
+        String::from_utf8_lossy(bytes)
+    );
+    let owned = load::load_owned(bytes.to_vec(), options).map(|(graph, _)| graph);
+    assert_eq!(owned, reference);
+}
+
+/// The streaming reader gives the derived reader's graph and errors, shape errors included
+/// (unknown, missing and duplicate fields, arrays for objects, wrong types, escapes, trailing
+/// input), at the same line and column.
+#[test]
+fn streaming_reader_matches_the_reference_reader() {
+    let v = r#"{"id":"a","parallelism":2}"#;
+    let cases = [
+        format!(r#"{{"job_type":"batch","vertices":[{v}],"name":"n","edges":[]}}"#),
+        format!(r#"{{"edges":[],"vertices":[{v}],"job_type":"batch"}}"#),
+        format!(r#"{{"job_type":"batch","vertices":[{v}],"job_type":"streaming"}}"#),
+        format!(r#"{{"job_type":"batch","vertices":[{v}],"vertices":[{v}]}}"#),
+        format!(r#"{{"job_type":"batch","vertices":[{v}],"edges":[],"edges":[]}}"#),
+        format!(r#"{{"name":"x","name":"y","job_type":"batch","vertices":[{v}]}}"#),
+        format!(r#"{{"vertices":[{v}]}}"#),
+        r#"{"job_type":"batch"}"#.to_owned(),
+        r#"{}"#.to_owned(),
+        format!(r#"["n","batch",[{v}]]"#),
+        format!(r#"["n","batch",[{v}],[]]"#),
+        format!(r#"["n","batch",[{v}],[],1]"#),
+        r#"["n","batch"]"#.to_owned(),
+        r#"["n"]"#.to_owned(),
+        r#"[]"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[["a",2]]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[["a"]]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"id":"b"}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a
+","parallelism":2}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"ab","parallelism":2}],"edges":[{"source":"ab","target":"ab","distribution_pattern":"pointwise","result_partition_type":"blocking"}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":{}}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":null}"#.to_owned(),
+        format!(r#"{{"job_type":"batch","vertices":[{v}],"edges":null}}"#),
+        format!(r#"{{"job_type":"batch","vertices":[{v}],"edges":[{{}}]}}"#),
+        format!(r#"{{"job_type":"batch","vertices":[{v}],"edges":[{{"source":"a","target":"a","distribution_pattern":"pointwise","result_partition_type":"blocking","colour":1}}]}}"#),
+        format!(r#"{{"job_type":"batch","vertices":[{v}],"edges":[["a","a","pointwise","blocking"]]}}"#),
+        format!(r#"{{"job_type":1,"vertices":[{v}]}}"#),
+        format!(r#"{{"job_type":"batch","name":null,"vertices":[{v}]}}"#),
+        format!(r#"{{"job_type":"batch","vertices":[{v}]}} x"#),
+        format!(r#"{{"job_type":"batch","vertices":[{v},]}}"#),
+        format!(r#"{{"job_type":"batch","vertices":[{v}],}}"#),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"slot_sharing_group":null,"co_location_group":"c","operators":[{"name":"o"}]}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"operators":[{"name":"o","colour":1}]}]}"#.to_owned(),
+        "17".to_owned(),
+        "null".to_owned(),
+    ];
+    for text in &cases {
+        assert_loads_as_reference(text.as_bytes(), &LoadOptions::default());
+    }
+    let options = LoadOptions {
+        parallelism: Some(5),
+        ..LoadOptions::default()
+    };
+    let text = r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2},{"id":"b","parallelism":1},{"id":"c","parallelism":3,"max_parallelism":4}]}"#;
+    assert_loads_as_reference(text.as_bytes(), &options);
 }
 
 fn json_fragment() -> impl Strategy<Value = String> {
@@ -233,7 +306,27 @@ proptest! {
     /// Arbitrary bytes never panic the loader.
     #[test]
     fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
-        let _ = load::load(&bytes, &LoadOptions::default());
+        assert_loads_as_reference(&bytes, &LoadOptions::default());
+    }
+
+    /// Token soup close to valid job graph JSON loads as the reference reader loads it.
+    #[test]
+    fn near_json_loads_as_the_reference(
+        tokens in proptest::collection::vec(prop_oneof![
+            json_fragment(),
+            Just(r#""name""#.to_owned()),
+            Just(r#""data_set""#.to_owned()),
+            Just(r#""distribution_pattern""#.to_owned()),
+            Just(r#""result_partition_type""#.to_owned()),
+            Just(r#""pointwise""#.to_owned()),
+            Just(r#""blocking""#.to_owned()),
+            Just(r#""batch""#.to_owned()),
+            Just("null".to_owned()),
+            Just(r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":1}"#.to_owned()),
+            Just(r#"{"source":"a","target":"b","distribution_pattern":"pointwise","result_partition_type":"blocking""#.to_owned()),
+        ], 0..40),
+    ) {
+        assert_loads_as_reference(tokens.concat().as_bytes(), &LoadOptions::default());
     }
 
     /// Token soup close to valid JSON never panics the loader, and whatever loads also expands
@@ -270,7 +363,9 @@ proptest! {
                 e
             }).collect(),
         );
+        assert_loads_as_reference(json.to_json_pretty().as_bytes(), &LoadOptions::default());
         if let Ok(job) = JobGraph::from_json(&json) {
+            assert_eq!(JobGraph::from_json(&job.to_json()).as_ref(), Ok(&job));
             let graph = conflux_graph::ExecutionGraph::build(job).expect("a valid job graph expands");
             let _ = conflux_graph::PipelinedRegions::compute(&graph);
         }

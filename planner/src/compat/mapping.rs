@@ -52,15 +52,15 @@ fn auto_ids(job: &JobGraph) -> Vec<Vec<u64>> {
     let mix = |h: u64, x: u64| (h ^ x).wrapping_mul(PRIME).rotate_left(29);
     let mut ids: Vec<Vec<u64>> = Vec::with_capacity(job.vertices().len());
     let mut position = 0u64;
-    for v in job.vertices() {
-        let n = v.operators.len().max(1);
+    for j in job.vertex_indices() {
+        let n = job.operators(j).len().max(1);
         let mut chain = Vec::with_capacity(n);
         for k in 0..n {
             let mut h = mix(conflux_common::Fnv1a64::OFFSET_BASIS, position);
             position += 1;
             h = mix(h, u64::from(k + 1 < n));
             if k == 0 {
-                for &e in &v.inputs {
+                for &e in job.inputs(j) {
                     let src = job.edge(e).source;
                     let last = ids[src.idx()].last().copied().unwrap_or(0);
                     h = mix(h, last);
@@ -84,21 +84,22 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
     let job = JobGraph::from_json(json)?;
     let auto = auto_ids(&job);
     let mut out = Vec::new();
-    for (vi, v) in job.vertices().iter().enumerate() {
-        let inputs: Vec<Option<String>> = v
-            .inputs
+    for (vi, j) in job.vertex_indices().enumerate() {
+        let (v, id, operators) = (job.vertex(j), job.vertex_id(j), job.operators(j));
+        let inputs: Vec<Option<String>> = job
+            .inputs(j)
             .iter()
             .map(|&e| job.edge(e).ship_strategy.clone())
             .collect();
         let explicit = v.max_parallelism_configured.then_some(v.max_parallelism);
-        if v.operators.is_empty() {
+        if operators.is_empty() {
             out.push(Op {
                 r: OperatorRef {
-                    vertex: v.id.clone(),
+                    vertex: id.to_owned(),
                     position: 0,
-                    name: v.id.clone(),
+                    name: id.to_owned(),
                     uid: None,
-                    id: format!("vertex:{}", v.id),
+                    id: format!("vertex:{id}"),
                 },
                 states: Vec::new(),
                 head: true,
@@ -108,10 +109,10 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
             });
             continue;
         }
-        for (k, o) in v.operators.iter().enumerate() {
+        for (k, o) in operators.iter().enumerate() {
             out.push(Op {
                 r: OperatorRef {
-                    vertex: v.id.clone(),
+                    vertex: id.to_owned(),
                     position: k,
                     name: o.name.clone(),
                     uid: o.uid.clone(),

@@ -113,7 +113,7 @@ pub(super) fn edge_descriptors(
             .map_err(|state| PlanError::Descriptors {
                 edge: edge_name(graph, c),
                 source: DeployError::ProducerNotReady {
-                    partition: format!("{}#{p}", graph.job_graph().vertex(c.producer).id),
+                    partition: format!("{}#{p}", graph.job_graph().vertex_id(c.producer)),
                     state,
                 },
             })?;
@@ -149,7 +149,7 @@ fn edge_name(graph: &ExecutionGraph, c: &EdgeConnection) -> String {
     format!(
         "{} ({} -> {})",
         c.edge.0,
-        job.vertex(c.producer).id,
-        job.vertex(c.consumer).id
+        job.vertex_id(c.producer),
+        job.vertex_id(c.consumer)
     )
 }

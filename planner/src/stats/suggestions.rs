@@ -1,7 +1,9 @@
 //! Suggestions for a plan: what could be cheaper or safer, with its effect in numbers and the
 //! edit that applies it.
 
-use conflux_graph::{DistributionPattern, JobEdge, JobGraph, JobType, JobVertex, ShipStrategy};
+use conflux_graph::{
+    DistributionPattern, JobEdge, JobGraph, JobType, JobVertexIndex, ShipStrategy,
+};
 
 use super::buffers::{is_pipelined, BufferModel};
 use super::channels::channels;
@@ -22,8 +24,8 @@ pub(super) fn suggestions(
         out.extend(rebalance_to_rescale(job, edge, e, model));
         out.extend(gate_above_required(edge, e, model));
     }
-    for v in job.vertices() {
-        operator_suggestions(job.job_type(), v, &mut out);
+    for j in job.vertex_indices() {
+        operator_suggestions(job, j, &mut out);
     }
     out
 }
@@ -105,16 +107,17 @@ fn gate_above_required(edge: &JobEdge, e: &EdgeStats, model: &BufferModel) -> Op
 }
 
 /// Per operator of `v`: streaming state without TTL, and state without uid.
-fn operator_suggestions(job_type: JobType, v: &JobVertex, out: &mut Vec<Suggestion>) {
-    for o in &v.operators {
+fn operator_suggestions(job: &JobGraph, j: JobVertexIndex, out: &mut Vec<Suggestion>) {
+    let (job_type, id) = (job.job_type(), job.vertex_id(j));
+    for o in job.operators(j) {
         let label = o.uid.as_deref().unwrap_or(&o.name);
         if job_type == JobType::Streaming {
             for s in o.state.iter().filter(|s| s.ttl_ms.is_none()) {
                 out.push(Suggestion {
                     kind: "state_without_ttl".to_owned(),
                     message: format!(
-                        "vertex '{}', operator '{label}': state '{}' has no TTL and grows with its keys in a streaming job; a TTL (set_state_ttl) bounds it",
-                        v.id, s.name
+                        "vertex '{id}', operator '{label}': state '{}' has no TTL and grows with its keys in a streaming job; a TTL (set_state_ttl) bounds it",
+                        s.name
                     ),
                     effect: None,
                     edit: None,
@@ -125,8 +128,8 @@ fn operator_suggestions(job_type: JobType, v: &JobVertex, out: &mut Vec<Suggesti
             out.push(Suggestion {
                 kind: "stateful_operator_without_uid".to_owned(),
                 message: format!(
-                    "vertex '{}', operator '{}': has state but no uid; its state maps to the next version only while the topology keeps its shape",
-                    v.id, o.name
+                    "vertex '{id}', operator '{}': has state but no uid; its state maps to the next version only while the topology keeps its shape",
+                    o.name
                 ),
                 effect: None,
                 edit: None,

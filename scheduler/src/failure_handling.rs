@@ -12,6 +12,7 @@ use conflux_graph::{
 };
 
 use crate::api::{Command, JobStatus, SchedulerError};
+use crate::continuation::ScheduleRun;
 use crate::failover_strategy::{tasks_to_restart, PartitionAvailability};
 use crate::restart_backoff::PendingRestart;
 use crate::scheduler::Scheduler;
@@ -206,7 +207,7 @@ impl Scheduler {
         for &r in &regions {
             self.scheduled[r] = false;
         }
-        self.maybe_schedule_regions(regions, now_ms)
+        self.maybe_schedule_regions(ScheduleRun::of_regions(regions, now_ms))
     }
 
     /// A TaskManager is gone: its slots go, partitions of finished tasks on it are lost, and

@@ -208,33 +208,33 @@ impl SlotPool {
         None
     }
 
-    /// Gives free slots to queued shared slots, first come first served; returns each slot
-    /// given with the vertices that waited for it.
-    pub(crate) fn serve(&mut self) -> Vec<(AllocationId, Vec<ExecutionVertexIndex>)> {
-        let mut served = Vec::new();
-        while let Some(&key) = self.queue.front() {
-            let Some(&(tm, slot)) = self.free.iter().next() else {
-                break;
-            };
-            self.queue.pop_front();
-            let Some(shared) = self.shared.get_mut(&key) else {
-                continue;
-            };
-            shared.queued = false;
-            if shared.waiting.is_empty() {
-                continue;
-            }
-            self.free.remove(&(tm, slot));
-            let allocation = AllocationId {
-                task_manager: TaskManagerId(tm),
-                slot,
-            };
-            shared.allocation = Some(allocation);
-            let waiting = std::mem::take(&mut shared.waiting);
-            shared.users += conflux_graph::index_u32(waiting.len());
-            served.push((allocation, waiting));
+    /// Gives a free slot to the first queued shared slot (first come first served). `None`: the
+    /// queue is empty or no slot is free; `Some(None)`: the first entry was stale (its shared
+    /// slot is gone or nobody waits any more) and was dropped; else the slot given with the
+    /// vertices that waited for it. Calling it until `None` serves the whole queue; nothing else
+    /// changes the pool in between, so serving it in several calls gives the same slots.
+    pub(crate) fn serve_next(
+        &mut self,
+    ) -> Option<Option<(AllocationId, Vec<ExecutionVertexIndex>)>> {
+        let &key = self.queue.front()?;
+        let &(tm, slot) = self.free.iter().next()?;
+        self.queue.pop_front();
+        let Some(shared) = self.shared.get_mut(&key) else {
+            return Some(None);
+        };
+        shared.queued = false;
+        if shared.waiting.is_empty() {
+            return Some(None);
         }
-        served
+        self.free.remove(&(tm, slot));
+        let allocation = AllocationId {
+            task_manager: TaskManagerId(tm),
+            slot,
+        };
+        shared.allocation = Some(allocation);
+        let waiting = std::mem::take(&mut shared.waiting);
+        shared.users += conflux_graph::index_u32(waiting.len());
+        Some(Some((allocation, waiting)))
     }
 
     /// `v` gives up its logical slot (`had`: the physical slot it held, if any); the physical

@@ -76,15 +76,19 @@ impl SlotPool {
     /// An empty pool for a graph's vertices. O(N).
     pub(crate) fn new(graph: &ExecutionGraph) -> SlotPool {
         let mut names: Vec<&str> = Vec::new();
+        // Per slot sharing group its largest parallelism: the shared slots it can ever have.
+        let mut widths: Vec<u32> = Vec::new();
         let mut sharing_group_of = IndexVec::with_capacity(graph.num_execution_vertices() as usize);
         for v in graph.job_graph().vertices() {
             let index = match names.iter().position(|s| *s == v.slot_sharing_group) {
                 Some(i) => i,
                 None => {
                     names.push(&v.slot_sharing_group);
+                    widths.push(0);
                     names.len() - 1
                 }
             };
+            widths[index] = widths[index].max(v.parallelism);
             for _ in 0..v.parallelism {
                 sharing_group_of.push(conflux_graph::index_u32(index));
             }
@@ -93,7 +97,9 @@ impl SlotPool {
             task_managers: HashMap::new(),
             free: BTreeSet::new(),
             sharing_group_of,
-            shared: HashMap::new(),
+            // Sized for every shared slot at once: growing it while a call requests 100,000
+            // slots would rehash the whole map inside that call.
+            shared: HashMap::with_capacity(widths.iter().map(|&w| w as usize).sum()),
             queue: VecDeque::new(),
             bulk_checks: VecDeque::new(),
             dirty: false,

@@ -34,13 +34,16 @@ pub struct SchedulerConfig {
     /// `jobmanager.partition.release-during-job-execution`, default true).
     pub release_partitions_during_execution: bool,
     /// At most how much region work one handler call ([`Scheduler::handle`] or
-    /// [`Scheduler::continue_work`]) does, in execution vertices: every region the call chooses
-    /// (or finds not schedulable: 1), schedules, gives slots to or deploys counts its members.
-    /// Work beyond it is owed: [`Scheduler::has_pending_work`] says so, and the driver calls
+    /// [`Scheduler::continue_work`]) does, in execution vertices: every consumer subtask listed
+    /// when a group becomes consumable counts 1, every candidate region looked at 1, and every
+    /// region chosen, scheduled, given slots or deployed its members. Work beyond it is owed:
+    /// [`Scheduler::has_pending_work`] says so, and the driver calls
     /// [`Scheduler::continue_work`] until it is done. The concatenated commands and the trace
-    /// digest do not depend on the budget. A region is never split, so a region larger than the
-    /// budget is done whole, alone in its call; 0 behaves as 1; `u32::MAX` lets every call finish
-    /// its work (no continuation is ever owed). Default [`DEFAULT_WORK_BUDGET`].
+    /// digest do not depend on the budget. A step once begun is finished: a region larger than
+    /// the budget is done whole, alone in its call. 0 behaves as 1; `u32::MAX` lets every call
+    /// finish its work (no continuation is ever owed). Failover, cancelling the job and
+    /// releasing partitions are not budgeted (see `ARCHITECTURE.md`). Default
+    /// [`DEFAULT_WORK_BUDGET`].
     ///
     /// [`Scheduler::handle`]: crate::Scheduler::handle
     /// [`Scheduler::continue_work`]: crate::Scheduler::continue_work

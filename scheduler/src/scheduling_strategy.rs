@@ -143,7 +143,8 @@ impl Scheduler {
                             continue;
                         }
                         self.group_visited_round[g] = self.round;
-                        self.push_consumer_regions(g, &mut run.next);
+                        // Listed within this step, whatever its size; charged all the same.
+                        budget.spend(self.push_consumer_regions(g, &mut run.next));
                     }
                 }
             }
@@ -187,13 +188,15 @@ impl Scheduler {
     }
 
     /// The consumer regions for which group `g` is external or cross-region (Flink's
-    /// `partitionGroupConsumerRegions`), computed from the group's consumer range.
+    /// `partitionGroupConsumerRegions`), computed from the group's consumer range. Returns the
+    /// consumer subtasks looked at.
     fn push_consumer_regions(
         &self,
         g: ConsumedPartitionGroupId,
         out: &mut Vec<PipelinedRegionIndex>,
-    ) {
+    ) -> usize {
         let cvg = self.graph.consumer_vertex_group(g.consumer_vertex_group());
+        let looked_at = cvg.subtasks.len();
         let first = self.graph.execution_vertices_of(cvg.job_vertex).start;
         let mut last = None;
         for s in cvg.subtasks {
@@ -205,6 +208,7 @@ impl Scheduler {
                 last = Some(r);
             }
         }
+        looked_at
     }
 
     fn is_schedulable(&mut self, region: PipelinedRegionIndex) -> bool {

@@ -96,6 +96,8 @@ pub struct Scheduler {
     /// The current call may record its scheduling run instead of doing it (it is the last
     /// thing the call does); taken by the first run.
     pub(crate) defer_schedule: bool,
+    /// The virtual time of the last `handle` call, the time of any work it left owed.
+    pub(crate) owed_at_ms: u64,
     /// A scheduling run not yet complete.
     pub(crate) pending_schedule: Option<ScheduleRun>,
     /// The end of a call not yet complete (serving the slot queue, deploying).
@@ -184,6 +186,7 @@ impl Scheduler {
             trace: TraceDigest::new(),
             events: 0,
             defer_schedule: false,
+            owed_at_ms: 0,
             pending_schedule: None,
             pending_finish: None,
             graph,
@@ -263,15 +266,17 @@ impl Scheduler {
         self.trace.digest()
     }
 
-    /// When the scheduler next needs a [`Event::Tick`] (a restart delay or a slot request
-    /// check), virtual ms.
+    /// When the scheduler next needs a call, virtual ms: a restart delay or a slot request check
+    /// falls due (send [`Event::Tick`] then), or, while work is owed
+    /// ([`has_pending_work`](Self::has_pending_work)), the time of the call that left it: call
+    /// [`continue_work`](Self::continue_work) at once. A driver that only sends a tick then still
+    /// gets every command, in order: [`handle`](Self::handle) finishes owed work first (whole,
+    /// so that call is not bounded), and the tick joins the trace digest.
     pub fn next_timer(&self) -> Option<u64> {
         let restart = self.pending_restarts.iter().map(|p| p.due_ms).min();
         let slot = self.slots.next_check_due();
-        match (restart, slot) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let owed = self.has_pending_work().then_some(self.owed_at_ms);
+        [restart, slot, owed].into_iter().flatten().min()
     }
 
     /// Heap bytes of the scheduler's own flat arrays, O(N + partitions + groups + regions)
@@ -320,6 +325,7 @@ impl Scheduler {
             self.mix_out();
         }
         self.validate(&event)?;
+        self.owed_at_ms = now_ms;
         self.events += 1;
         self.trace.mix_event(&self.graph, now_ms, &event);
         // A scheduling run that is the last thing this call does is done within the budget: the

@@ -51,6 +51,10 @@ fn run(n: u32, first: &str, second: &str, slots: u32, budget: u32) -> Run {
         out.events.push((now, event.clone()));
         let mut commands = s.handle(now, event).expect("valid event");
         out.max_deploys_per_call = out.max_deploys_per_call.max(deploys(&commands));
+        if s.has_pending_work() {
+            // Owed work is due at once.
+            assert_eq!(s.next_timer(), Some(now));
+        }
         while s.has_pending_work() {
             let more = s.continue_work().expect("continues");
             out.max_deploys_per_call = out.max_deploys_per_call.max(deploys(&more));
@@ -144,6 +148,53 @@ fn a_driver_that_does_not_continue_gets_the_same_commands() {
     }
     assert_eq!(lazy.trace_digest(), whole.digest);
     assert_eq!(commands, whole.per_event.concat());
+}
+
+/// A driver that knows nothing of continuations, only `handle` and `next_timer` (it sends a
+/// tick when the timer says), still runs the job to its end: owed work shows as a timer due at
+/// once. With a budget of 1 the first call deploys nothing, so without that signal such a driver
+/// would wait forever.
+#[test]
+fn owed_work_is_a_timer_due_now_for_a_driver_that_only_ticks() {
+    let mut s = scheduler(30, "blocking", "blocking", 1);
+    let mut events: VecDeque<Event> = VecDeque::from([
+        Event::TaskManagerRegistered {
+            location: TaskManagerLocation {
+                id: TaskManagerId(0),
+                data_address: SocketAddr::from((Ipv4Addr::LOCALHOST, 6121)),
+            },
+            slots: 100,
+        },
+        Event::Start,
+    ]);
+    let mut now = 0;
+    while !s.status().is_terminal() {
+        let Some(event) = events.pop_front().or_else(|| {
+            let t = s.next_timer()?;
+            now = now.max(t);
+            Some(Event::Tick)
+        }) else {
+            break;
+        };
+        let start = event == Event::Start;
+        let commands = s.handle(now, event).expect("valid event");
+        if start {
+            assert!(
+                !commands.iter().any(|c| matches!(c, Command::Deploy { .. })),
+                "the start's first call deploys nothing"
+            );
+            assert!(s.has_pending_work());
+        }
+        for c in commands {
+            if let Command::Deploy { tasks, .. } = c {
+                for (a, _) in tasks {
+                    events.push_back(Event::TaskRunning(a));
+                    events.push_back(Event::TaskFinished(a));
+                }
+            }
+        }
+    }
+    assert_eq!(s.status(), JobStatus::Finished);
 }
 
 /// Small jobs fit the default budget: no call leaves work owed.

@@ -13,13 +13,14 @@ use crate::restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 /// Flink's `slot.request.timeout` default: 5 minutes.
 pub const DEFAULT_SLOT_REQUEST_TIMEOUT_MS: u64 = 300_000;
 
-/// Default of [`SchedulerConfig::work_budget`]: 32,768 vertices of region work per handler
-/// call. A region of one vertex costs about 6 of them on its way (listed, looked at, chosen,
-/// scheduled, given its slot, deployed), so a call handles about 5,500 such regions: 2.5-3 ms
-/// on one core of a release build (measured on the 100k x 100k blocking word count, whose
-/// unbounded calls took 50-70 ms on the same machine). Not a Flink setting: Flink's scheduler
-/// does a whole scheduling round in one go in the JobMaster's main thread.
-pub const DEFAULT_WORK_BUDGET: u32 = 32_768;
+/// Default of [`SchedulerConfig::work_budget`]: 2^19 work units per handler call, about 16,000
+/// regions of one vertex scheduled, or as many shared slots served, or 32,000 deployed, or
+/// 500,000 candidates looked at: 3-5 ms on one core of a release build (measured on the
+/// 100k x 100k blocking word count, whose unbounded calls took 50-70 ms on the same machine).
+/// Also large enough that a 4,000-region step or one 8,000-vertex region still fits one call.
+/// Not a Flink setting: Flink's scheduler does a whole scheduling round in one go in the
+/// JobMaster's main thread.
+pub const DEFAULT_WORK_BUDGET: u32 = 1 << 19;
 
 /// Settings of a [`Scheduler`](crate::Scheduler).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -34,9 +35,11 @@ pub struct SchedulerConfig {
     /// `jobmanager.partition.release-during-job-execution`, default true).
     pub release_partitions_during_execution: bool,
     /// At most how much region work one handler call ([`Scheduler::handle`] or
-    /// [`Scheduler::continue_work`]) does, in execution vertices: every consumer subtask listed
-    /// when a group becomes consumable counts 1, every candidate region looked at 1, and every
-    /// region chosen, scheduled, given slots or deployed its members. Work beyond it is owed:
+    /// [`Scheduler::continue_work`]) does, in work units weighted by what each step costs: a
+    /// consumer subtask listed when a group becomes consumable, a candidate region looked at
+    /// and a member of a chosen region count 1, a member scheduled (its slot request) 32, a
+    /// shared slot served 32 (and 1 per vertex given it), a member deployed 16. Work beyond it
+    /// is owed:
     /// [`Scheduler::has_pending_work`] says so, and the driver calls
     /// [`Scheduler::continue_work`] until it is done. The concatenated commands and the trace
     /// digest do not depend on the budget. A step once begun is finished: a region larger than

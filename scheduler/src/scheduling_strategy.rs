@@ -19,7 +19,7 @@ use conflux_graph::{
 };
 
 use crate::api::SchedulerError;
-use crate::continuation::{Budget, ScheduleRun};
+use crate::continuation::{cost, Budget, ScheduleRun};
 use crate::scheduler::Scheduler;
 
 impl Scheduler {
@@ -83,7 +83,7 @@ impl Scheduler {
                 }
                 let r = self.regions.region_of(ExecutionVertexIndex(first + s));
                 s += 1;
-                budget.spend(1);
+                budget.spend(cost::LOOK);
                 if run.last != Some(r) && (cross_region || self.topology.is_external(g, r)) {
                     run.candidates.push(r);
                     run.last = Some(r);
@@ -118,13 +118,13 @@ impl Scheduler {
             }
             let region = run.candidates[run.pos];
             run.pos += 1;
-            budget.spend(1);
+            budget.spend(cost::LOOK);
             if !self.is_schedulable(region) {
                 continue;
             }
             self.chosen[region] = true;
             run.chosen.push(region);
-            budget.spend(self.regions.member_indices(region).len());
+            budget.spend(cost::LOOK * self.regions.member_indices(region).len());
             // Consumers of hybrid (can-be-pipelined, non-pipelined) groups this region produces
             // are candidates of the next round.
             for v in self.regions.members(region) {
@@ -144,7 +144,7 @@ impl Scheduler {
                         }
                         self.group_visited_round[g] = self.round;
                         // Listed within this step, whatever its size; charged all the same.
-                        budget.spend(self.push_consumer_regions(g, &mut run.next));
+                        budget.spend(cost::LOOK * self.push_consumer_regions(g, &mut run.next));
                     }
                 }
             }
@@ -158,7 +158,7 @@ impl Scheduler {
             let r = run.chosen[run.pos];
             run.pos += 1;
             self.chosen[r] = false;
-            budget.spend(self.regions.member_indices(r).len());
+            budget.spend(cost::SCHEDULE * self.regions.member_indices(r).len());
             self.schedule_region(r, run.now_ms)?;
         }
         Ok(true)

@@ -223,7 +223,9 @@ impl SlotPool {
         &mut self,
     ) -> Option<Option<(AllocationId, Vec<ExecutionVertexIndex>)>> {
         let &key = self.queue.front()?;
-        let &(tm, slot) = self.free.iter().next()?;
+        if self.free.is_empty() {
+            return None;
+        }
         self.queue.pop_front();
         let Some(shared) = self.shared.get_mut(&key) else {
             return Some(None);
@@ -232,7 +234,7 @@ impl SlotPool {
         if shared.waiting.is_empty() {
             return Some(None);
         }
-        self.free.remove(&(tm, slot));
+        let (tm, slot) = self.free.pop_first()?;
         let allocation = AllocationId {
             task_manager: TaskManagerId(tm),
             slot,

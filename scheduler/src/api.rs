@@ -38,14 +38,14 @@ pub struct SchedulerConfig {
     /// [`Scheduler::continue_work`]) does, in work units weighted by what each step costs: a
     /// consumer subtask listed when a group becomes consumable, a candidate region looked at
     /// and a member of a chosen region count 1, a member scheduled (its slot request) 32, a
-    /// shared slot served 32 (and 1 per vertex given it), a member deployed 16. Work beyond it
-    /// is owed:
+    /// shared slot served 32 (and 1 per vertex given it), a member deployed 16, a vertex of a
+    /// restart reset 32. Work beyond it is owed:
     /// [`Scheduler::has_pending_work`] says so, and the driver calls
     /// [`Scheduler::continue_work`] until it is done. The concatenated commands and the trace
     /// digest do not depend on the budget. A step once begun is finished: a region larger than
     /// the budget is done whole, alone in its call. 0 behaves as 1; `u32::MAX` lets every call
-    /// finish its work (no continuation is ever owed). Failover, cancelling the job and
-    /// releasing partitions are not budgeted (see `ARCHITECTURE.md`). Default
+    /// finish its work (no continuation is ever owed). Failover decisions, cancelling the job
+    /// and releasing partitions are not budgeted (see `ARCHITECTURE.md`). Default
     /// [`DEFAULT_WORK_BUDGET`].
     ///
     /// [`Scheduler::handle`]: crate::Scheduler::handle

@@ -15,7 +15,7 @@
 //! [`SchedulerConfig::work_budget`]: crate::SchedulerConfig::work_budget
 
 use conflux_deploy::{ExecutionAttemptId, ExecutionState};
-use conflux_graph::{ConsumedPartitionGroupId, PipelinedRegionIndex};
+use conflux_graph::{ConsumedPartitionGroupId, ExecutionVertexIndex, PipelinedRegionIndex};
 
 use crate::api::{Command, JobStatus, SchedulerError};
 use crate::scheduler::Scheduler;
@@ -35,6 +35,34 @@ pub(crate) mod cost {
     pub(crate) const SERVE: usize = 32;
     /// A member of a region deployed.
     pub(crate) const DEPLOY: usize = 16;
+    /// A vertex of a restart looked at and reset for a new attempt.
+    pub(crate) const RESET: usize = 32;
+}
+
+/// A restart's reset (Flink's `resetForNewExecution` of each vertex), resumable; the
+/// scheduling of the reset regions follows it.
+#[derive(Debug)]
+pub(crate) struct ResetRun {
+    /// The virtual time of the call that started it.
+    pub(crate) now_ms: u64,
+    /// The vertices to reset, each at the attempt the failover saw.
+    pub(crate) vertices: Vec<(ExecutionVertexIndex, u32)>,
+    /// The next to look at.
+    pub(crate) pos: usize,
+    /// Those reset so far.
+    pub(crate) reset: Vec<ExecutionVertexIndex>,
+}
+
+impl ResetRun {
+    /// A reset of `vertices`.
+    pub(crate) fn new(vertices: Vec<(ExecutionVertexIndex, u32)>, now_ms: u64) -> ResetRun {
+        ResetRun {
+            now_ms,
+            vertices,
+            pos: 0,
+            reset: Vec::new(),
+        }
+    }
 }
 
 /// What one call may still spend, in work units ([`cost`]).
@@ -152,7 +180,9 @@ impl Scheduler {
     /// not yet served, or complete requests not yet deployed. While it is true the driver calls
     /// [`continue_work`](Self::continue_work), at the same virtual time, before its next event.
     pub fn has_pending_work(&self) -> bool {
-        self.pending_schedule.is_some() || self.pending_finish.is_some()
+        self.pending_reset.is_some()
+            || self.pending_schedule.is_some()
+            || self.pending_finish.is_some()
     }
 
     /// Does the next [`work_budget`](crate::SchedulerConfig::work_budget) of owed work and
@@ -174,8 +204,16 @@ impl Scheduler {
         Ok(self.take_commands())
     }
 
-    /// Does owed work within `budget`: the scheduling run first, then the end of the call.
+    /// Does owed work within `budget`: a restart's reset first, then the scheduling run, then
+    /// the end of the call.
     pub(crate) fn run_owed(&mut self, budget: &mut Budget) -> Result<(), SchedulerError> {
+        if let Some(mut run) = self.pending_reset.take() {
+            if !self.step_reset(&mut run, budget) {
+                self.pending_reset = Some(run);
+                return Ok(());
+            }
+            self.pending_schedule = self.reset_done(run);
+        }
         if let Some(mut run) = self.pending_schedule.take() {
             if !self.step_schedule(&mut run, budget)? {
                 self.pending_schedule = Some(run);

@@ -20,7 +20,7 @@ use conflux_graph::{
 };
 
 use crate::api::{Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError};
-use crate::continuation::{Budget, FinishRun, ScheduleRun};
+use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
 use crate::restart_backoff::{PendingRestart, RestartBackoff};
 use crate::scheduling_strategy::topology::SchedulingTopology;
 use crate::slot_pool::{SlotPool, NO_REQUEST};
@@ -98,6 +98,8 @@ pub struct Scheduler {
     pub(crate) defer_schedule: bool,
     /// The virtual time of the last `handle` call, the time of any work it left owed.
     pub(crate) owed_at_ms: u64,
+    /// A restart's reset not yet complete (its scheduling run follows).
+    pub(crate) pending_reset: Option<ResetRun>,
     /// A scheduling run not yet complete.
     pub(crate) pending_schedule: Option<ScheduleRun>,
     /// The end of a call not yet complete (serving the slot queue, deploying).
@@ -187,6 +189,7 @@ impl Scheduler {
             events: 0,
             defer_schedule: false,
             owed_at_ms: 0,
+            pending_reset: None,
             pending_schedule: None,
             pending_finish: None,
             graph,

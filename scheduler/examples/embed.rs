@@ -3,7 +3,8 @@
 //! A two-stage batch job (`source` -> `count`, all-to-all, blocking) runs on one TaskManager of
 //! four slots. The "runtime" here is a loop that deploys what it is told (building deployment
 //! descriptors outside the event handler), reports tasks running and then finished, and stops
-//! when the job is done.
+//! when the job is done. Each event's call is bounded by the scheduler's work budget: the loop
+//! calls `continue_work` until no work is owed before it hands over the next event.
 //!
 //! Run it with `cargo run -p conflux-scheduler --example embed`.
 
@@ -53,7 +54,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut now = 0;
     while let Some(event) = events.pop_front() {
         now += 10;
-        for command in scheduler.handle(now, event)? {
+        // One call does at most the configured work budget; the rest is done by continuation
+        // calls at the same virtual time, before the next event. Their commands continue the
+        // call's.
+        let mut commands = scheduler.handle(now, event)?;
+        while scheduler.has_pending_work() {
+            commands.extend(scheduler.continue_work()?);
+        }
+        for command in commands {
             match command {
                 Command::Deploy { region, tasks } => {
                     for (attempt, slot) in tasks {

@@ -12,6 +12,7 @@ use conflux_graph::{
 };
 
 use crate::api::{Command, JobStatus, SchedulerError};
+use crate::continuation::{cost, Budget, ResetRun, ScheduleRun};
 use crate::failover_strategy::{tasks_to_restart, PartitionAvailability};
 use crate::restart_backoff::PendingRestart;
 use crate::scheduler::Scheduler;
@@ -156,57 +157,103 @@ impl Scheduler {
 
     /// Flink's `resetForNewExecution` for each vertex still at the attempt the failover saw,
     /// then `restartTasks` on their regions.
+    ///
+    /// When it is the last thing its handler call does (the call set `defer_schedule`), the
+    /// reset and the scheduling after it are only recorded and done within the call's work
+    /// budget, the rest in continuation calls (`continuation.rs`); otherwise they are done here,
+    /// whole.
     fn reset_and_reschedule(
         &mut self,
         vertices: Vec<(ExecutionVertexIndex, u32)>,
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
-        let mut reset = Vec::new();
-        for (v, attempt) in vertices {
-            if self.attempt[v] != attempt || self.state[v] == ExecutionState::Created {
-                continue;
-            }
-            if self.state[v] == ExecutionState::Finished {
-                self.unfinished_vertices += 1;
-                let region = self.regions.region_of(v);
-                if self.region_unfinished[region] == 0 {
-                    let groups: Vec<ConsumedPartitionGroupId> = self
-                        .topology
-                        .non_pipelined_consumed_groups(region)
-                        .collect();
-                    for g in groups {
-                        self.unfinished_consumer_regions[g] += 1;
-                    }
-                }
-                self.region_unfinished[region] += 1;
-            }
-            self.unproduce_partitions(v);
-            for p in self.graph.produced_partitions(v).collect::<Vec<_>>() {
-                // The new attempt's partitions exist afresh.
-                let i = self.graph.partition_index(p);
-                for cvg in self.graph.consumer_vertex_groups(p) {
-                    self.group_released[cvg.consumed_partition_group()] = false;
-                }
-                self.lost[i] = false;
-                self.released[i] = false;
-            }
-            self.state[v] = ExecutionState::Created;
-            self.attempt[v] += 1;
-            self.allocation[v] = None;
-            self.location[v] = None;
-            reset.push(v);
-        }
-        if reset.is_empty() {
+        let mut run = ResetRun::new(vertices, now_ms);
+        if std::mem::take(&mut self.defer_schedule)
+            && self.pending_reset.is_none()
+            && self.pending_schedule.is_none()
+        {
+            self.pending_reset = Some(run);
             return Ok(());
         }
-        let mut regions: Vec<_> = reset.iter().map(|&v| self.regions.region_of(v)).collect();
-        self.out.push(Command::ResetVertices(reset));
+        let done = self.step_reset(&mut run, &mut Budget::unlimited());
+        debug_assert!(done, "an unlimited budget finishes the reset");
+        match self.reset_done(run) {
+            Some(schedule) => self.maybe_schedule_regions(schedule),
+            None => Ok(()),
+        }
+    }
+
+    /// Advances a reset within `budget`; true when every vertex was looked at.
+    pub(crate) fn step_reset(&mut self, run: &mut ResetRun, budget: &mut Budget) -> bool {
+        while run.pos < run.vertices.len() {
+            if budget.exhausted() {
+                return false;
+            }
+            let (v, attempt) = run.vertices[run.pos];
+            run.pos += 1;
+            budget.spend(cost::RESET);
+            if self.reset_vertex(v, attempt) {
+                run.reset.push(v);
+            }
+        }
+        true
+    }
+
+    /// The end of a complete reset: the command naming the vertices reset, and the scheduling
+    /// run over their regions (`None`: nothing was reset).
+    pub(crate) fn reset_done(&mut self, run: ResetRun) -> Option<ScheduleRun> {
+        if run.reset.is_empty() {
+            return None;
+        }
+        let mut regions: Vec<_> = run
+            .reset
+            .iter()
+            .map(|&v| self.regions.region_of(v))
+            .collect();
+        self.out.push(Command::ResetVertices(run.reset));
         regions.sort_unstable();
         regions.dedup();
         for &r in &regions {
             self.scheduled[r] = false;
         }
-        self.maybe_schedule_regions(regions, now_ms)
+        Some(ScheduleRun::of_regions(regions, run.now_ms))
+    }
+
+    /// Resets `v` for a new attempt unless it moved on from `attempt` (named twice, or reset
+    /// already) or is CREATED; true when it was reset.
+    fn reset_vertex(&mut self, v: ExecutionVertexIndex, attempt: u32) -> bool {
+        if self.attempt[v] != attempt || self.state[v] == ExecutionState::Created {
+            return false;
+        }
+        if self.state[v] == ExecutionState::Finished {
+            self.unfinished_vertices += 1;
+            let region = self.regions.region_of(v);
+            if self.region_unfinished[region] == 0 {
+                let groups: Vec<ConsumedPartitionGroupId> = self
+                    .topology
+                    .non_pipelined_consumed_groups(region)
+                    .collect();
+                for g in groups {
+                    self.unfinished_consumer_regions[g] += 1;
+                }
+            }
+            self.region_unfinished[region] += 1;
+        }
+        self.unproduce_partitions(v);
+        for p in self.graph.produced_partitions(v).collect::<Vec<_>>() {
+            // The new attempt's partitions exist afresh.
+            let i = self.graph.partition_index(p);
+            for cvg in self.graph.consumer_vertex_groups(p) {
+                self.group_released[cvg.consumed_partition_group()] = false;
+            }
+            self.lost[i] = false;
+            self.released[i] = false;
+        }
+        self.state[v] = ExecutionState::Created;
+        self.attempt[v] += 1;
+        self.allocation[v] = None;
+        self.location[v] = None;
+        true
     }
 
     /// A TaskManager is gone: its slots go, partitions of finished tasks on it are lost, and

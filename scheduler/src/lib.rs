@@ -13,6 +13,7 @@
 //! failure handling over the failover strategy and the restart back-off, and the trace digest.
 
 pub mod api;
+mod continuation;
 mod failover_strategy;
 mod failure_handling;
 mod partition_release;
@@ -25,7 +26,7 @@ mod trace;
 
 pub use api::{
     Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError,
-    DEFAULT_SLOT_REQUEST_TIMEOUT_MS,
+    DEFAULT_SLOT_REQUEST_TIMEOUT_MS, DEFAULT_WORK_BUDGET,
 };
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};

@@ -20,6 +20,7 @@ use conflux_graph::{
 };
 
 use crate::api::{Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError};
+use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
 use crate::restart_backoff::{PendingRestart, RestartBackoff};
 use crate::scheduling_strategy::topology::SchedulingTopology;
 use crate::slot_pool::{SlotPool, NO_REQUEST};
@@ -85,8 +86,24 @@ pub struct Scheduler {
 
     pub(crate) pending_restarts: Vec<PendingRestart>,
     pub(crate) out: Vec<Command>,
+    /// Commands at the front of `out` already mixed into the trace (finished owed work that
+    /// precedes the event being handled).
+    pub(crate) mixed: usize,
     pub(crate) trace: TraceDigest,
     pub(crate) events: u64,
+
+    // Owed work (`continuation.rs`): what the last call left beyond its budget.
+    /// The current call may record its scheduling run instead of doing it (it is the last
+    /// thing the call does); taken by the first run.
+    pub(crate) defer_schedule: bool,
+    /// The virtual time of the last `handle` call, the time of any work it left owed.
+    pub(crate) owed_at_ms: u64,
+    /// A restart's reset not yet complete (its scheduling run follows).
+    pub(crate) pending_reset: Option<ResetRun>,
+    /// A scheduling run not yet complete.
+    pub(crate) pending_schedule: Option<ScheduleRun>,
+    /// The end of a call not yet complete (serving the slot queue, deploying).
+    pub(crate) pending_finish: Option<FinishRun>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -167,8 +184,14 @@ impl Scheduler {
             ready_requests: Vec::new(),
             pending_restarts: Vec::new(),
             out: Vec::new(),
+            mixed: 0,
             trace: TraceDigest::new(),
             events: 0,
+            defer_schedule: false,
+            owed_at_ms: 0,
+            pending_reset: None,
+            pending_schedule: None,
+            pending_finish: None,
             graph,
             regions,
         }
@@ -246,15 +269,17 @@ impl Scheduler {
         self.trace.digest()
     }
 
-    /// When the scheduler next needs a [`Event::Tick`] (a restart delay or a slot request
-    /// check), virtual ms.
+    /// When the scheduler next needs a call, virtual ms: a restart delay or a slot request check
+    /// falls due (send [`Event::Tick`] then), or, while work is owed
+    /// ([`has_pending_work`](Self::has_pending_work)), the time of the call that left it: call
+    /// [`continue_work`](Self::continue_work) at once. A driver that only sends a tick then still
+    /// gets every command, in order: [`handle`](Self::handle) finishes owed work first (whole,
+    /// so that call is not bounded), and the tick joins the trace digest.
     pub fn next_timer(&self) -> Option<u64> {
         let restart = self.pending_restarts.iter().map(|p| p.due_ms).min();
         let slot = self.slots.next_check_due();
-        match (restart, slot) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let owed = self.has_pending_work().then_some(self.owed_at_ms);
+        [restart, slot, owed].into_iter().flatten().min()
     }
 
     /// Heap bytes of the scheduler's own flat arrays, O(N + partitions + groups + regions)
@@ -286,20 +311,41 @@ impl Scheduler {
     /// Applies one event at virtual time `now_ms` and returns the commands it causes. Due
     /// restarts and slot timeouts are processed first.
     ///
+    /// The call does at most [`SchedulerConfig::work_budget`] of region work (choosing,
+    /// scheduling, serving slots, deploying); when it leaves work owed,
+    /// [`has_pending_work`](Self::has_pending_work) is true and the driver calls
+    /// [`continue_work`](Self::continue_work) until it is false, before the next event. Work a
+    /// previous call left owed is finished first, whole, and its commands come first.
+    ///
     /// # Errors
     /// [`SchedulerError`] for an event that does not fit (a scripted replay's mistake); the state
-    /// is unchanged then. Events of stale attempts are ignored, not errors.
+    /// is unchanged then (except that work owed by the previous call is done; its commands are
+    /// returned by the next call). Events of stale attempts are ignored, not errors.
     pub fn handle(&mut self, now_ms: u64, event: Event) -> Result<Vec<Command>, SchedulerError> {
+        if self.has_pending_work() {
+            // The driver did not continue: the owed work comes before this event, whole.
+            self.run_owed(&mut Budget::unlimited())?;
+            self.mix_out();
+        }
         self.validate(&event)?;
+        self.owed_at_ms = now_ms;
         self.events += 1;
         self.trace.mix_event(&self.graph, now_ms, &event);
+        // A scheduling run that is the last thing this call does is done within the budget: the
+        // restarts a tick fires, or what the event itself schedules (a TaskManager loss fails
+        // several tasks in turn, and is done whole).
+        self.defer_schedule = matches!(event, Event::Tick);
         self.fire_timers(now_ms)?;
+        self.defer_schedule = matches!(
+            event,
+            Event::Start | Event::TaskFinished(_) | Event::TaskFailed(..) | Event::Restart(_)
+        );
         match event {
             Event::Start => {
                 if self.status == JobStatus::Created {
                     self.set_status(JobStatus::Running, None);
                     let sources = self.source_regions();
-                    self.maybe_schedule_regions(sources, now_ms)?;
+                    self.maybe_schedule_regions(ScheduleRun::of_regions(sources, now_ms))?;
                 }
             }
             Event::TaskManagerRegistered { location, slots } => {
@@ -366,12 +412,11 @@ impl Scheduler {
                 }
             }
         }
-        self.finish_call();
-        let out = std::mem::take(&mut self.out);
-        for c in &out {
-            self.trace.mix_command(c);
-        }
-        Ok(out)
+        self.defer_schedule = false;
+        self.pending_finish = Some(FinishRun::Start);
+        let mut budget = Budget::new(self.config.work_budget);
+        self.run_owed(&mut budget)?;
+        Ok(self.take_commands())
     }
 
     /// Checks an event before anything changes: named partitions, restarted vertices and lost
@@ -491,42 +536,6 @@ impl Scheduler {
             return Ok(());
         }
         self.schedule_consumers_of(ready_groups, now_ms)
-    }
-
-    /// End of a call: serves the slot queue once (after every cancellation of the call), then
-    /// emits one deploy command per request whose slots are all assigned, in region
-    /// (topological) order. Flink deploys a request only when every slot of it is there.
-    fn finish_call(&mut self) {
-        if self.slots.take_dirty() && self.status == JobStatus::Running {
-            self.serve_slot_queue();
-        }
-        if self.ready_requests.is_empty() {
-            return;
-        }
-        let mut ready = std::mem::take(&mut self.ready_requests);
-        ready.sort_unstable();
-        let regions = Arc::clone(&self.regions);
-        for r in ready {
-            // Cancelled since it became ready.
-            if self.missing_slots[r] != 0 {
-                continue;
-            }
-            self.missing_slots[r] = NO_REQUEST;
-            let mut tasks = Vec::with_capacity(regions.member_indices(r).len());
-            for v in regions.members(r) {
-                self.state[v] = ExecutionState::Deploying;
-                if let Some(allocation) = self.allocation[v] {
-                    tasks.push((
-                        ExecutionAttemptId {
-                            vertex: v.0,
-                            attempt: self.attempt[v],
-                        },
-                        allocation,
-                    ));
-                }
-            }
-            self.out.push(Command::Deploy { region: r, tasks });
-        }
     }
 
     /// Ends the job: cancels every running attempt, returns every slot. A failing job passes

@@ -19,6 +19,7 @@ use conflux_graph::{
 };
 
 use crate::api::SchedulerError;
+use crate::continuation::{cost, Budget, ScheduleRun};
 use crate::scheduler::Scheduler;
 
 impl Scheduler {
@@ -41,56 +42,126 @@ impl Scheduler {
     /// each round adding the consumer regions of the can-be-pipelined (hybrid) groups its chosen
     /// regions produce; then every chosen region is scheduled in topological order, one request
     /// each.
+    ///
+    /// When it is the last thing its handler call does (the call set `defer_schedule`), the run
+    /// is only recorded and done within the call's work budget, the rest in continuation calls
+    /// (`continuation.rs`); otherwise it is done here, whole.
     pub(crate) fn maybe_schedule_regions(
         &mut self,
-        mut candidates: Vec<PipelinedRegionIndex>,
-        now_ms: u64,
+        mut run: ScheduleRun,
     ) -> Result<(), SchedulerError> {
-        let mut chosen_list: Vec<PipelinedRegionIndex> = Vec::new();
-        while !candidates.is_empty() {
-            self.round = self.round.wrapping_add(1);
-            candidates.sort_unstable();
-            candidates.dedup();
-            let mut next = Vec::new();
-            for &region in &candidates {
-                if !self.is_schedulable(region) {
-                    continue;
+        if std::mem::take(&mut self.defer_schedule) && self.pending_schedule.is_none() {
+            self.pending_schedule = Some(run);
+            return Ok(());
+        }
+        let done = self.step_schedule(&mut run, &mut Budget::unlimited())?;
+        debug_assert!(done, "an unlimited budget finishes the run");
+        Ok(())
+    }
+
+    /// Advances a scheduling run within `budget`; true when it is complete. Splitting a run into
+    /// steps changes nothing: between steps no event is handled (the driver continues first, and
+    /// `handle` finishes owed work before its event), so the round stamps and the chosen flags
+    /// stay as the previous step left them.
+    pub(crate) fn step_schedule(
+        &mut self,
+        run: &mut ScheduleRun,
+        budget: &mut Budget,
+    ) -> Result<bool, SchedulerError> {
+        // The first round's candidates: the consumer regions of the groups that became
+        // consumable, one consumer subtask at a time.
+        while run.expand_pos < run.expand.len() {
+            let g = run.expand[run.expand_pos];
+            let cvg = self.graph.consumer_vertex_group(g.consumer_vertex_group());
+            let first = self.graph.execution_vertices_of(cvg.job_vertex).start;
+            let cross_region = self.topology.is_cross_region(g);
+            let mut s = run.subtask.unwrap_or(cvg.subtasks.start);
+            while s < cvg.subtasks.end {
+                if budget.exhausted() {
+                    run.subtask = Some(s);
+                    return Ok(false);
                 }
-                self.chosen[region] = true;
-                chosen_list.push(region);
-                // Consumers of hybrid (can-be-pipelined, non-pipelined) groups this region
-                // produces are candidates of the next round.
-                for v in self.regions.members(region) {
-                    for p in self.graph.produced_partitions(v) {
-                        let t = self
-                            .graph
-                            .job_graph()
-                            .data_set(p.result)
-                            .result_partition_type;
-                        if !t.can_be_pipelined_consumed() || t.must_be_pipelined_consumed() {
+                let r = self.regions.region_of(ExecutionVertexIndex(first + s));
+                s += 1;
+                budget.spend(cost::LOOK);
+                if run.last != Some(r) && (cross_region || self.topology.is_external(g, r)) {
+                    run.candidates.push(r);
+                    run.last = Some(r);
+                }
+            }
+            run.expand_pos += 1;
+            run.subtask = None;
+            run.last = None;
+        }
+        // The choice: breadth-first rounds of candidates.
+        while !run.scheduling {
+            if !run.round_open {
+                if run.candidates.is_empty() {
+                    run.chosen.sort_unstable();
+                    run.scheduling = true;
+                    run.pos = 0;
+                    break;
+                }
+                self.round = self.round.wrapping_add(1);
+                run.candidates.sort_unstable();
+                run.candidates.dedup();
+                run.round_open = true;
+                run.pos = 0;
+            }
+            if run.pos == run.candidates.len() {
+                run.candidates = std::mem::take(&mut run.next);
+                run.round_open = false;
+                continue;
+            }
+            if budget.exhausted() {
+                return Ok(false);
+            }
+            let region = run.candidates[run.pos];
+            run.pos += 1;
+            budget.spend(cost::LOOK);
+            if !self.is_schedulable(region) {
+                continue;
+            }
+            self.chosen[region] = true;
+            run.chosen.push(region);
+            budget.spend(cost::LOOK * self.regions.member_indices(region).len());
+            // Consumers of hybrid (can-be-pipelined, non-pipelined) groups this region produces
+            // are candidates of the next round.
+            for v in self.regions.members(region) {
+                for p in self.graph.produced_partitions(v) {
+                    let t = self
+                        .graph
+                        .job_graph()
+                        .data_set(p.result)
+                        .result_partition_type;
+                    if !t.can_be_pipelined_consumed() || t.must_be_pipelined_consumed() {
+                        continue;
+                    }
+                    for cvg in self.graph.consumer_vertex_groups(p) {
+                        let g = cvg.consumed_partition_group();
+                        if self.group_visited_round[g] == self.round {
                             continue;
                         }
-                        for cvg in self.graph.consumer_vertex_groups(p) {
-                            let g = cvg.consumed_partition_group();
-                            if self.group_visited_round[g] == self.round {
-                                continue;
-                            }
-                            self.group_visited_round[g] = self.round;
-                            self.push_consumer_regions(g, &mut next);
-                        }
+                        self.group_visited_round[g] = self.round;
+                        // Listed within this step, whatever its size; charged all the same.
+                        budget.spend(cost::LOOK * self.push_consumer_regions(g, &mut run.next));
                     }
                 }
             }
-            candidates = next;
         }
-        chosen_list.sort_unstable();
-        for &r in &chosen_list {
+        // The chosen regions, in topological order. The chosen flags only matter to the choice,
+        // so each is cleared as its region is scheduled.
+        while run.pos < run.chosen.len() {
+            if budget.exhausted() {
+                return Ok(false);
+            }
+            let r = run.chosen[run.pos];
+            run.pos += 1;
             self.chosen[r] = false;
+            budget.spend(cost::SCHEDULE * self.regions.member_indices(r).len());
+            self.schedule_region(r, run.now_ms)?;
         }
-        for r in chosen_list {
-            self.schedule_region(r, now_ms)?;
-        }
-        Ok(())
+        Ok(true)
     }
 
     /// Schedules the consumer regions of groups that became consumable when a producer
@@ -100,29 +171,32 @@ impl Scheduler {
         ready_groups: Vec<ConsumedPartitionGroupId>,
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
-        let mut candidates = Vec::new();
+        let mut groups = Vec::new();
         self.round = self.round.wrapping_add(1);
         for g in ready_groups {
             if self.group_visited_round[g] == self.round {
                 continue;
             }
             self.group_visited_round[g] = self.round;
-            self.push_consumer_regions(g, &mut candidates);
+            groups.push(g);
         }
-        if candidates.is_empty() {
+        // No candidates, no run (listing them changes no state).
+        if groups.is_empty() {
             return Ok(());
         }
-        self.maybe_schedule_regions(candidates, now_ms)
+        self.maybe_schedule_regions(ScheduleRun::of_groups(groups, now_ms))
     }
 
     /// The consumer regions for which group `g` is external or cross-region (Flink's
-    /// `partitionGroupConsumerRegions`), computed from the group's consumer range.
+    /// `partitionGroupConsumerRegions`), computed from the group's consumer range. Returns the
+    /// consumer subtasks looked at.
     fn push_consumer_regions(
         &self,
         g: ConsumedPartitionGroupId,
         out: &mut Vec<PipelinedRegionIndex>,
-    ) {
+    ) -> usize {
         let cvg = self.graph.consumer_vertex_group(g.consumer_vertex_group());
+        let looked_at = cvg.subtasks.len();
         let first = self.graph.execution_vertices_of(cvg.job_vertex).start;
         let mut last = None;
         for s in cvg.subtasks {
@@ -134,17 +208,15 @@ impl Scheduler {
                 last = Some(r);
             }
         }
+        looked_at
     }
 
     fn is_schedulable(&mut self, region: PipelinedRegionIndex) -> bool {
         if self.scheduled[region] || self.chosen[region] {
             return false;
         }
-        let groups: Vec<ConsumedPartitionGroupId> = self
-            .topology
-            .non_pipelined_consumed_groups(region)
-            .collect();
-        for g in groups {
+        for i in self.topology.non_pipelined_consumed_group_positions(region) {
+            let g = self.topology.non_pipelined_consumed_group_at(i);
             let ok = if self.topology.is_cross_region(g) {
                 self.group_consumable_now(g, Some(region))
             } else if self.topology.is_external(g, region) {

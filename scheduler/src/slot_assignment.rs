@@ -93,7 +93,7 @@ impl Scheduler {
     }
 
     /// Gives `v` its slot; a region whose request is now complete is ready to deploy.
-    fn assign(&mut self, v: ExecutionVertexIndex, allocation: AllocationId) {
+    pub(crate) fn assign(&mut self, v: ExecutionVertexIndex, allocation: AllocationId) {
         self.allocation[v] = Some(allocation);
         self.location[v] = self.slots.location(allocation.task_manager);
         let r = self.regions.region_of(v);
@@ -101,16 +101,6 @@ impl Scheduler {
             self.missing_slots[r] -= 1;
             if self.missing_slots[r] == 0 {
                 self.ready_requests.push(r);
-            }
-        }
-    }
-
-    /// Gives free slots to waiting shared slots, first come first served, and their waiting
-    /// vertices their slot.
-    pub(crate) fn serve_slot_queue(&mut self) {
-        for (allocation, waiting) in self.slots.serve() {
-            for v in waiting {
-                self.assign(v, allocation);
             }
         }
     }

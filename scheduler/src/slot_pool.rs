@@ -76,6 +76,8 @@ impl SlotPool {
     /// An empty pool for a graph's vertices. O(N).
     pub(crate) fn new(graph: &ExecutionGraph) -> SlotPool {
         let mut names: Vec<&str> = Vec::new();
+        // Per slot sharing group its largest parallelism: the shared slots it can ever have.
+        let mut widths: Vec<u32> = Vec::new();
         let mut sharing_group_of = IndexVec::with_capacity(graph.num_execution_vertices() as usize);
         let job = graph.job_graph();
         for j in job.vertex_indices() {
@@ -84,9 +86,11 @@ impl SlotPool {
                 Some(i) => i,
                 None => {
                     names.push(group);
+                    widths.push(0);
                     names.len() - 1
                 }
             };
+            widths[index] = widths[index].max(v.parallelism);
             for _ in 0..v.parallelism {
                 sharing_group_of.push(conflux_graph::index_u32(index));
             }
@@ -95,7 +99,9 @@ impl SlotPool {
             task_managers: HashMap::new(),
             free: BTreeSet::new(),
             sharing_group_of,
-            shared: HashMap::new(),
+            // Sized for every shared slot at once: growing it while a call requests 100,000
+            // slots would rehash the whole map inside that call.
+            shared: HashMap::with_capacity(widths.iter().map(|&w| w as usize).sum()),
             queue: VecDeque::new(),
             bulk_checks: VecDeque::new(),
             dirty: false,
@@ -210,33 +216,35 @@ impl SlotPool {
         None
     }
 
-    /// Gives free slots to queued shared slots, first come first served; returns each slot
-    /// given with the vertices that waited for it.
-    pub(crate) fn serve(&mut self) -> Vec<(AllocationId, Vec<ExecutionVertexIndex>)> {
-        let mut served = Vec::new();
-        while let Some(&key) = self.queue.front() {
-            let Some(&(tm, slot)) = self.free.iter().next() else {
-                break;
-            };
-            self.queue.pop_front();
-            let Some(shared) = self.shared.get_mut(&key) else {
-                continue;
-            };
-            shared.queued = false;
-            if shared.waiting.is_empty() {
-                continue;
-            }
-            self.free.remove(&(tm, slot));
-            let allocation = AllocationId {
-                task_manager: TaskManagerId(tm),
-                slot,
-            };
-            shared.allocation = Some(allocation);
-            let waiting = std::mem::take(&mut shared.waiting);
-            shared.users += conflux_graph::index_u32(waiting.len());
-            served.push((allocation, waiting));
+    /// Gives a free slot to the first queued shared slot (first come first served). `None`: the
+    /// queue is empty or no slot is free; `Some(None)`: the first entry was stale (its shared
+    /// slot is gone or nobody waits any more) and was dropped; else the slot given with the
+    /// vertices that waited for it. Calling it until `None` serves the whole queue; nothing else
+    /// changes the pool in between, so serving it in several calls gives the same slots.
+    pub(crate) fn serve_next(
+        &mut self,
+    ) -> Option<Option<(AllocationId, Vec<ExecutionVertexIndex>)>> {
+        let &key = self.queue.front()?;
+        if self.free.is_empty() {
+            return None;
         }
-        served
+        self.queue.pop_front();
+        let Some(shared) = self.shared.get_mut(&key) else {
+            return Some(None);
+        };
+        shared.queued = false;
+        if shared.waiting.is_empty() {
+            return Some(None);
+        }
+        let (tm, slot) = self.free.pop_first()?;
+        let allocation = AllocationId {
+            task_manager: TaskManagerId(tm),
+            slot,
+        };
+        shared.allocation = Some(allocation);
+        let waiting = std::mem::take(&mut shared.waiting);
+        shared.users += conflux_graph::index_u32(waiting.len());
+        Some(Some((allocation, waiting)))
     }
 
     /// `v` gives up its logical slot (`had`: the physical slot it held, if any); the physical

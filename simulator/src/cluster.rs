@@ -143,7 +143,11 @@ pub struct SimulationReport {
     pub restarts: u32,
     /// Events handled by the scheduler.
     pub events: u64,
-    /// Longest single `Scheduler::handle` call (wall time).
+    /// Continuation calls (`Scheduler::continue_work`): work events left beyond the scheduler's
+    /// work budget. Zero when no event needed more than one call.
+    pub continuations: u64,
+    /// Longest single scheduler call, `Scheduler::handle` or `Scheduler::continue_work` (wall
+    /// time); bounded by the scheduler's work budget.
     pub max_handler_stall: Duration,
     /// Wall time spent building TDDs (JobManager side).
     pub descriptor_wall: Duration,
@@ -207,16 +211,17 @@ struct TaskManagerSide {
     stats: TaskManagerStats,
 }
 
-/// Watches a simulation: progress for a progress bar, and every scheduler call for invariant
-/// checks.
+/// Watches a simulation: progress for a progress bar, and every event the scheduler handles for
+/// invariant checks.
 pub trait Observer {
     /// `finished` of `total` tasks have finished (restarted ones count again).
     fn on_progress(&mut self, finished: u64, total: u64) {
         let _ = (finished, total);
     }
 
-    /// After each scheduler call: the virtual time, the event, the commands it caused, and the
-    /// scheduler as it is after the call.
+    /// After each event: the virtual time, the event, the commands it caused (those of its
+    /// `Scheduler::handle` call and of the continuation calls that finished its work, in
+    /// order), and the scheduler as it is after the last of them.
     fn on_handled(
         &mut self,
         now_ms: u64,
@@ -287,6 +292,7 @@ pub fn simulate(
         tasks_deployed: 0,
         restarts: 0,
         events: 0,
+        continuations: 0,
         max_handler_stall: Duration::ZERO,
         descriptor_wall: Duration::ZERO,
         task_manager_load_wall: Duration::ZERO,
@@ -313,10 +319,20 @@ pub fn simulate(
         for event in events.drain(..) {
             let observed = event.clone();
             let call = Instant::now();
-            let commands = scheduler
+            let mut commands = scheduler
                 .handle(now, event)
                 .map_err(|e| format!("bug: {e}"))?;
             report.max_handler_stall = report.max_handler_stall.max(call.elapsed());
+            // Work beyond the scheduler's budget is done by continuation calls at the same
+            // virtual time, before the next event; their commands continue the call's, and the
+            // whole is handled as one call's commands, as before there were budgets.
+            while scheduler.has_pending_work() {
+                let call = Instant::now();
+                let more = scheduler.continue_work().map_err(|e| format!("bug: {e}"))?;
+                report.max_handler_stall = report.max_handler_stall.max(call.elapsed());
+                report.continuations += 1;
+                commands.extend(more);
+            }
             observer.on_handled(now, &observed, &commands, &scheduler);
             let mut deploys = Vec::new();
             for c in commands {

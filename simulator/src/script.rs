@@ -287,7 +287,10 @@ pub fn replay(
      -> Result<(), SchedulerError> {
         let mut queue = vec![event];
         while let Some(e) = queue.pop() {
-            let commands = scheduler.handle(0, e)?;
+            let mut commands = scheduler.handle(0, e)?;
+            while scheduler.has_pending_work() {
+                commands.extend(scheduler.continue_work()?);
+            }
             let mut running = Vec::new();
             for c in commands {
                 match c {

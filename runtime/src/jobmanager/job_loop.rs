@@ -248,6 +248,7 @@ impl JobRun<'_> {
                     // fatal.
                     Err(e) => tracing::warn!(job = %self.job.id, ?event, "event refused: {e}"),
                 }
+                self.finish_owed_work();
             }
             if self.scheduler.status().is_terminal() {
                 return;
@@ -286,6 +287,24 @@ impl JobRun<'_> {
         }
     }
 
+    /// Runs the work the last call left owed (the scheduler bounds each call), one bounded call
+    /// at a time, shipping each call's deployments before the next: the commands are those one
+    /// unbounded call would have given.
+    fn finish_owed_work(&mut self) {
+        while self.scheduler.has_pending_work() {
+            let call = Instant::now();
+            let result = self.scheduler.continue_work();
+            self.max_stall = self.max_stall.max(call.elapsed());
+            match result {
+                Ok(commands) => self.apply(commands),
+                Err(e) => {
+                    tracing::error!(job = %self.job.id, "bug: owed scheduler work failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
     fn cancel_now(&mut self) {
         while let Some(pending) = self.queue.pop_front() {
             let event = match pending {
@@ -299,6 +318,7 @@ impl JobRun<'_> {
             if let Ok(commands) = self.scheduler.handle(now, event) {
                 self.apply(commands);
             }
+            self.finish_owed_work();
         }
     }
 

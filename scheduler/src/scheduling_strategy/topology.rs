@@ -95,6 +95,23 @@ impl SchedulingTopology {
             .map(|&g| ConsumedPartitionGroupId(g))
     }
 
+    /// Positions of `region`'s non-pipelined consumed groups, for
+    /// [`non_pipelined_consumed_group_at`](Self::non_pipelined_consumed_group_at) (a walk that
+    /// needs the scheduler mutable in between).
+    pub(crate) fn non_pipelined_consumed_group_positions(
+        &self,
+        region: PipelinedRegionIndex,
+    ) -> std::ops::Range<usize> {
+        let r = region.idx();
+        self.region_group_offsets[r] as usize..self.region_group_offsets[r + 1] as usize
+    }
+
+    /// The group at a position of
+    /// [`non_pipelined_consumed_group_positions`](Self::non_pipelined_consumed_group_positions).
+    pub(crate) fn non_pipelined_consumed_group_at(&self, i: usize) -> ConsumedPartitionGroupId {
+        ConsumedPartitionGroupId(self.region_groups[i])
+    }
+
     /// Whether group `g`, consumed by `region`, is produced outside it (by its first partition).
     pub(crate) fn is_external(
         &self,

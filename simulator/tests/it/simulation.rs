@@ -55,6 +55,7 @@ use conflux_test_support::reference::{
     members_of, rng_for_seed, type_can_be_available, Explicit, GraphSpec, SIMULATED_TYPES,
 };
 
+mod budget;
 mod checker;
 mod shrink;
 

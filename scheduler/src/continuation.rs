@@ -1,0 +1,321 @@
+//! Bounded handler calls: the work a call owes beyond its budget, and how continuation calls
+//! finish it.
+//!
+//! A call's region work is the one place where a single event can cost O(N): the last source
+//! of an N x N blocking job makes N consumer regions schedulable at once, and each must be
+//! chosen, scheduled, given a slot and deployed. That work comes at the end of a call, in a
+//! fixed order: the scheduling strategy's run (when it is the last thing the event does), then
+//! the end of the call (serve the slot queue, deploy the complete requests in region order).
+//! Each step costs work units weighted by what it costs (`cost`), a region's steps by its
+//! members, against [`SchedulerConfig::work_budget`];
+//! when the budget is spent the rest is kept here and [`Scheduler::continue_work`] does the next
+//! budget's worth. No event is applied while work is owed, so the steps see exactly the state
+//! the single unbounded call would have seen, and the commands, concatenated, are the same.
+//!
+//! [`SchedulerConfig::work_budget`]: crate::SchedulerConfig::work_budget
+
+use conflux_deploy::{ExecutionAttemptId, ExecutionState};
+use conflux_graph::{ConsumedPartitionGroupId, ExecutionVertexIndex, PipelinedRegionIndex};
+
+use crate::api::{Command, JobStatus, SchedulerError};
+use crate::scheduler::Scheduler;
+use crate::slot_pool::NO_REQUEST;
+
+/// Work units of one step, weighted by what the step costs (measured per unit on the 100k x
+/// 100k word count in a release build: listing a consumer subtask or looking at a candidate
+/// about 5 ns, a slot request about 220 ns per vertex, serving a shared slot about 250 ns,
+/// deploying about 100 ns per vertex), so that a call's time follows its budget whichever
+/// steps it does.
+pub(crate) mod cost {
+    /// A consumer subtask listed, a candidate region looked at, a member of a chosen region.
+    pub(crate) const LOOK: usize = 1;
+    /// A member of a region scheduled (its state and slot request).
+    pub(crate) const SCHEDULE: usize = 32;
+    /// A shared slot served (plus [`LOOK`] per vertex given the slot).
+    pub(crate) const SERVE: usize = 32;
+    /// A member of a region deployed.
+    pub(crate) const DEPLOY: usize = 16;
+    /// A vertex of a restart looked at and reset for a new attempt.
+    pub(crate) const RESET: usize = 32;
+}
+
+/// A restart's reset (Flink's `resetForNewExecution` of each vertex), resumable; the
+/// scheduling of the reset regions follows it.
+#[derive(Debug)]
+pub(crate) struct ResetRun {
+    /// The virtual time of the call that started it.
+    pub(crate) now_ms: u64,
+    /// The vertices to reset, each at the attempt the failover saw.
+    pub(crate) vertices: Vec<(ExecutionVertexIndex, u32)>,
+    /// The next to look at.
+    pub(crate) pos: usize,
+    /// Those reset so far.
+    pub(crate) reset: Vec<ExecutionVertexIndex>,
+}
+
+impl ResetRun {
+    /// A reset of `vertices`.
+    pub(crate) fn new(vertices: Vec<(ExecutionVertexIndex, u32)>, now_ms: u64) -> ResetRun {
+        ResetRun {
+            now_ms,
+            vertices,
+            pos: 0,
+            reset: Vec::new(),
+        }
+    }
+}
+
+/// What one call may still spend, in work units ([`cost`]).
+#[derive(Debug)]
+pub(crate) struct Budget {
+    left: u64,
+}
+
+impl Budget {
+    /// A call's budget (0 behaves as 1: every call makes progress).
+    pub(crate) fn new(units: u32) -> Budget {
+        Budget {
+            left: u64::from(units.max(1)),
+        }
+    }
+
+    /// No bound: the work is done whole.
+    pub(crate) fn unlimited() -> Budget {
+        Budget { left: u64::MAX }
+    }
+
+    /// Whether nothing is left: the next step waits for a continuation call.
+    pub(crate) fn exhausted(&self) -> bool {
+        self.left == 0
+    }
+
+    /// Charges `units` of work (a step already begun is finished, whatever it costs).
+    pub(crate) fn spend(&mut self, units: usize) {
+        self.left = self.left.saturating_sub(units as u64);
+    }
+}
+
+/// One run of the scheduling strategy (Flink's `maybeScheduleRegions`), resumable: the rounds
+/// of candidates, then the chosen regions scheduled in topological order.
+#[derive(Debug)]
+pub(crate) struct ScheduleRun {
+    /// The virtual time of the call that started the run (slot request checks count from it).
+    pub(crate) now_ms: u64,
+    /// Groups that became consumable, whose consumer regions are the first round's candidates
+    /// (listed before the first round, one consumer subtask at a time).
+    pub(crate) expand: Vec<ConsumedPartitionGroupId>,
+    /// The group of `expand` being listed.
+    pub(crate) expand_pos: usize,
+    /// The next consumer subtask of that group to look at (`None`: its first).
+    pub(crate) subtask: Option<u32>,
+    /// The region last added from that group (consecutive subtasks of one region add it once).
+    pub(crate) last: Option<PipelinedRegionIndex>,
+    /// The current round's candidates (sorted and de-duplicated once the round is open).
+    pub(crate) candidates: Vec<PipelinedRegionIndex>,
+    /// The next candidate of the round, or the next chosen region to schedule.
+    pub(crate) pos: usize,
+    /// Whether the current round has begun (its stamp taken, its candidates sorted).
+    pub(crate) round_open: bool,
+    /// Candidates of the next round.
+    pub(crate) next: Vec<PipelinedRegionIndex>,
+    /// Regions chosen so far (sorted once the choice is over).
+    pub(crate) chosen: Vec<PipelinedRegionIndex>,
+    /// Whether the choice is over and the chosen regions are being scheduled.
+    pub(crate) scheduling: bool,
+}
+
+impl ScheduleRun {
+    /// A run over the first round's candidates.
+    pub(crate) fn of_regions(candidates: Vec<PipelinedRegionIndex>, now_ms: u64) -> ScheduleRun {
+        ScheduleRun::new(candidates, Vec::new(), now_ms)
+    }
+
+    /// A run whose first round's candidates are the consumer regions of `groups` (Flink's
+    /// `partitionGroupConsumerRegions` of each, in order).
+    pub(crate) fn of_groups(groups: Vec<ConsumedPartitionGroupId>, now_ms: u64) -> ScheduleRun {
+        ScheduleRun::new(Vec::new(), groups, now_ms)
+    }
+
+    fn new(
+        candidates: Vec<PipelinedRegionIndex>,
+        expand: Vec<ConsumedPartitionGroupId>,
+        now_ms: u64,
+    ) -> ScheduleRun {
+        ScheduleRun {
+            now_ms,
+            expand,
+            expand_pos: 0,
+            subtask: None,
+            last: None,
+            candidates,
+            pos: 0,
+            round_open: false,
+            next: Vec::new(),
+            chosen: Vec::new(),
+            scheduling: false,
+        }
+    }
+}
+
+/// The end of a call, resumable: serve the slot queue once, then deploy every complete request
+/// in region (topological) order.
+#[derive(Debug)]
+pub(crate) enum FinishRun {
+    /// Not begun: whether the queue needs serving is decided when it begins (after the
+    /// scheduling run, as at the end of an unbounded call).
+    Start,
+    /// Serving the slot queue, one shared slot at a time.
+    Serve,
+    /// Deploying the complete requests, sorted; `pos` is the next.
+    Deploy {
+        /// Regions whose requests were complete when serving ended.
+        ready: Vec<PipelinedRegionIndex>,
+        /// The next to deploy.
+        pos: usize,
+    },
+}
+
+impl Scheduler {
+    /// Whether the last call left work owed: schedulable regions not yet scheduled, a slot queue
+    /// not yet served, or complete requests not yet deployed. While it is true the driver calls
+    /// [`continue_work`](Self::continue_work), at the same virtual time, before its next event.
+    pub fn has_pending_work(&self) -> bool {
+        self.pending_reset.is_some()
+            || self.pending_schedule.is_some()
+            || self.pending_finish.is_some()
+    }
+
+    /// Does the next [`work_budget`](crate::SchedulerConfig::work_budget) of owed work and
+    /// returns the commands it causes, which continue those of the previous call: concatenated,
+    /// the commands of [`handle`](Self::handle) and its continuations are the commands one
+    /// unbounded call would have returned, and the trace digest is the same. It runs at the
+    /// virtual time of the call that left the work (no timers fire) and does nothing when no work
+    /// is owed.
+    ///
+    /// A driver calls it until [`has_pending_work`](Self::has_pending_work) is false before it
+    /// hands the scheduler its next event; [`handle`](Self::handle) with work still owed first
+    /// finishes that work, whole (the result is the same, only the call is no longer bounded).
+    ///
+    /// # Errors
+    /// [`SchedulerError::RegionNotCreated`], a bug (as from [`handle`](Self::handle)).
+    pub fn continue_work(&mut self) -> Result<Vec<Command>, SchedulerError> {
+        let mut budget = Budget::new(self.config.work_budget);
+        self.run_owed(&mut budget)?;
+        Ok(self.take_commands())
+    }
+
+    /// Does owed work within `budget`: a restart's reset first, then the scheduling run, then
+    /// the end of the call.
+    pub(crate) fn run_owed(&mut self, budget: &mut Budget) -> Result<(), SchedulerError> {
+        if let Some(mut run) = self.pending_reset.take() {
+            if !self.step_reset(&mut run, budget) {
+                self.pending_reset = Some(run);
+                return Ok(());
+            }
+            self.pending_schedule = self.reset_done(run);
+        }
+        if let Some(mut run) = self.pending_schedule.take() {
+            if !self.step_schedule(&mut run, budget)? {
+                self.pending_schedule = Some(run);
+                return Ok(());
+            }
+        }
+        if let Some(mut finish) = self.pending_finish.take() {
+            if !self.step_finish(&mut finish, budget) {
+                self.pending_finish = Some(finish);
+            }
+        }
+        Ok(())
+    }
+
+    /// Advances the end of a call within `budget`; true when it is complete. Serves the slot
+    /// queue once (after every cancellation of the call), then emits one deploy command per
+    /// request whose slots are all assigned, in region (topological) order. Flink deploys a
+    /// request only when every slot of it is there.
+    fn step_finish(&mut self, finish: &mut FinishRun, budget: &mut Budget) -> bool {
+        loop {
+            match finish {
+                FinishRun::Start => {
+                    *finish = if self.slots.take_dirty() && self.status == JobStatus::Running {
+                        FinishRun::Serve
+                    } else {
+                        self.deploy_phase()
+                    };
+                }
+                FinishRun::Serve => {
+                    if budget.exhausted() {
+                        return false;
+                    }
+                    match self.slots.serve_next() {
+                        None => *finish = self.deploy_phase(),
+                        Some(None) => budget.spend(cost::LOOK),
+                        Some(Some((allocation, waiting))) => {
+                            budget.spend(cost::SERVE + cost::LOOK * waiting.len());
+                            for v in waiting {
+                                self.assign(v, allocation);
+                            }
+                        }
+                    }
+                }
+                FinishRun::Deploy { ready, pos } => {
+                    while *pos < ready.len() {
+                        if budget.exhausted() {
+                            return false;
+                        }
+                        let r = ready[*pos];
+                        *pos += 1;
+                        budget.spend(cost::DEPLOY * self.regions.member_indices(r).len());
+                        self.deploy_region(r);
+                    }
+                    return true;
+                }
+            }
+        }
+    }
+
+    /// The deploy phase over the requests complete now, sorted.
+    fn deploy_phase(&mut self) -> FinishRun {
+        let mut ready = std::mem::take(&mut self.ready_requests);
+        ready.sort_unstable();
+        FinishRun::Deploy { ready, pos: 0 }
+    }
+
+    /// Deploys a complete request: its members become DEPLOYING, one command for the region.
+    fn deploy_region(&mut self, r: PipelinedRegionIndex) {
+        // Cancelled since it became ready.
+        if self.missing_slots[r] != 0 {
+            return;
+        }
+        self.missing_slots[r] = NO_REQUEST;
+        let regions = std::sync::Arc::clone(&self.regions);
+        let mut tasks = Vec::with_capacity(regions.member_indices(r).len());
+        for v in regions.members(r) {
+            self.state[v] = ExecutionState::Deploying;
+            if let Some(allocation) = self.allocation[v] {
+                tasks.push((
+                    ExecutionAttemptId {
+                        vertex: v.0,
+                        attempt: self.attempt[v],
+                    },
+                    allocation,
+                ));
+            }
+        }
+        self.out.push(Command::Deploy { region: r, tasks });
+    }
+
+    /// Mixes the commands not yet in the trace digest (they precede whatever comes next).
+    pub(crate) fn mix_out(&mut self) {
+        for c in &self.out[self.mixed..] {
+            self.trace.mix_command(c);
+        }
+        self.mixed = self.out.len();
+    }
+
+    /// The commands of this call, each mixed into the trace digest once.
+    pub(crate) fn take_commands(&mut self) -> Vec<Command> {
+        self.mix_out();
+        self.mixed = 0;
+        std::mem::take(&mut self.out)
+    }
+}

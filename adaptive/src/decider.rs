@@ -604,3 +604,44 @@ fn with_skew(
     }
     decision
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Counting stops at `cap`, and below it agrees with the full count and with the ranges
+        /// themselves: the bisection may use the capped count.
+        #[test]
+        fn capped_count_agrees_with_the_ranges(
+            bytes in prop::collection::vec(0u64..100, 1..200),
+            limit in -1i128..400,
+            max_range_size in 0u32..20,
+            cap in 1u32..50,
+        ) {
+            let ranges = subpartition_ranges(&bytes, limit, max_range_size);
+            let full = count_ranges(&bytes, limit, max_range_size, u32::MAX);
+            prop_assert_eq!(full as usize, ranges.len());
+            prop_assert_eq!(count_ranges(&bytes, limit, max_range_size, cap), full.min(cap));
+            prop_assert_eq!(ranges[0].start, 0);
+            prop_assert_eq!(ranges[ranges.len() - 1].end as usize, bytes.len() - 1);
+            for pair in ranges.windows(2) {
+                prop_assert_eq!(pair[0].end + 1, pair[1].start);
+            }
+        }
+
+        /// The bisections find the boundary of a monotone predicate, or -1, as Flink's
+        /// `BisectionSearchUtils`.
+        #[test]
+        fn bisection_finds_the_boundary(low in 0i128..1_000, span in 0i128..1_000, at in 0i128..2_500) {
+            let high = low + span;
+            let min = find_min_legal_value(|v| v >= at, low, high);
+            let expected_min = if at > high { -1 } else { at.max(low) };
+            prop_assert_eq!(min, expected_min);
+            let max = find_max_legal_value(|v| v <= at, low, high);
+            let expected_max = if at < low { -1 } else { at.min(high) };
+            prop_assert_eq!(max, expected_max);
+        }
+    }
+}

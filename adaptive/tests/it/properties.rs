@@ -2,7 +2,6 @@
 //! non-broadcast input is read by exactly one subtask (ALL_TO_ALL and POINTWISE), broadcast
 //! inputs are read whole by every subtask, and the parallelism respects its bounds.
 
-
 #![allow(clippy::cast_possible_truncation)] // test shapes are small
 
 use conflux_adaptive::{

@@ -435,11 +435,14 @@ fn evenly_distribute_data(
         }
     }
     let bytes = &*bytes;
-    let max_range_size = MAX_NUM_SUBPARTITIONS_PER_TASK_CONSUME / max_partitions;
+    let cut = GreedyCut::new(
+        bytes,
+        MAX_NUM_SUBPARTITIONS_PER_TASK_CONSUME / max_partitions,
+    );
     // Counting stops past `max + 1` ranges: every test below only asks how a count compares
     // with `min` and `max`, or whether it equals a count that is itself at most `max + 1`.
     let cap = max.saturating_add(1);
-    let count = |limit: i128| count_ranges(bytes, limit, max_range_size, cap);
+    let count = |limit: i128| cut.count(limit, cap);
 
     let initial_limit = i128::from(options.avg_data_volume_per_task);
     let mut limit = initial_limit;
@@ -462,7 +465,7 @@ fn evenly_distribute_data(
             return Ok(None);
         }
     }
-    let ranges = subpartition_ranges(bytes, limit, max_range_size);
+    let ranges = cut.ranges(limit);
     let parallelism = u32::try_from(ranges.len()).unwrap_or(u32::MAX);
     let input_infos = inputs
         .iter()
@@ -490,52 +493,72 @@ fn evenly_distribute_data(
     }))
 }
 
-/// Whether subpartition `i` (bytes `b`) joins the range that started at `start` holding `sum`
-/// bytes: always for the range's first subpartition, else while the sum stays within `limit` and
-/// the range within `max_range_size` subpartitions (Flink's greedy cut).
-#[inline]
-fn joins(i: usize, start: usize, sum: i128, b: u64, limit: i128, max_range_size: u32) -> bool {
-    i == start
-        || (sum + i128::from(b) <= limit && (i - start + 1) as u64 <= u64::from(max_range_size))
+/// Flink's greedy cut of the subpartition sums into contiguous ranges (`computeSubpartitionRanges`
+/// and `computeParallelism`): a range always takes its first subpartition, then the next ones
+/// while its bytes stay within the limit and its length within `max_range_size`. Both conditions
+/// are monotone along the range, so its end is found by binary search over prefix sums: O(ranges
+/// x log subpartitions) per limit instead of a walk over every subpartition.
+struct GreedyCut {
+    /// `prefix[i]`: the bytes of subpartitions `0..i`; `len` is subpartitions + 1.
+    prefix: Vec<i128>,
+    /// At least 1 (Flink's limit of 0 leaves one subpartition per range).
+    max_range_size: usize,
 }
 
-/// The number of greedy ranges for `limit` (Flink's `computeParallelism`), or `cap` when there
-/// are at least `cap` of them.
-fn count_ranges(bytes: &[u64], limit: i128, max_range_size: u32, cap: u32) -> u32 {
-    let mut count = 1u32;
-    let mut sum = 0i128;
-    let mut start = 0usize;
-    for (i, &b) in bytes.iter().enumerate() {
-        if joins(i, start, sum, b, limit, max_range_size) {
+impl GreedyCut {
+    fn new(bytes: &[u64], max_range_size: u32) -> Self {
+        let mut prefix = Vec::with_capacity(bytes.len() + 1);
+        let mut sum = 0i128;
+        prefix.push(sum);
+        for &b in bytes {
             sum += i128::from(b);
-        } else {
+            prefix.push(sum);
+        }
+        let max_range_size = usize::try_from(max_range_size.max(1)).unwrap_or(usize::MAX);
+        GreedyCut {
+            prefix,
+            max_range_size,
+        }
+    }
+
+    fn subpartitions(&self) -> usize {
+        self.prefix.len() - 1
+    }
+
+    /// The last subpartition of the range that starts at `start` (< subpartitions).
+    fn end_of_range(&self, start: usize, limit: i128) -> usize {
+        let last = self.subpartitions() - 1;
+        let by_size = start.saturating_add(self.max_range_size - 1).min(last);
+        let bound = self.prefix[start] + limit;
+        // Candidates `start + 1 ..= by_size` join while `prefix[j + 1] <= bound`.
+        start + self.prefix[start + 2..=by_size + 1].partition_point(|&p| p <= bound)
+    }
+
+    /// The number of ranges for `limit`, or `cap` when there are at least `cap` of them.
+    fn count(&self, limit: i128, cap: u32) -> u32 {
+        let mut count = 0u32;
+        let mut start = 0usize;
+        while start < self.subpartitions() {
             count += 1;
             if count >= cap {
                 return cap;
             }
-            start = i;
-            sum = i128::from(b);
+            start = self.end_of_range(start, limit) + 1;
         }
+        count
     }
-    count
-}
 
-/// The greedy ranges for `limit` (Flink's `computeSubpartitionRanges`).
-fn subpartition_ranges(bytes: &[u64], limit: i128, max_range_size: u32) -> Vec<IndexRange> {
-    let mut ranges = Vec::new();
-    let mut sum = 0i128;
-    let mut start = 0usize;
-    for (i, &b) in bytes.iter().enumerate() {
-        if joins(i, start, sum, b, limit, max_range_size) {
-            sum += i128::from(b);
-        } else {
-            ranges.push(range(start, i - 1));
-            start = i;
-            sum = i128::from(b);
+    /// The ranges for `limit`.
+    fn ranges(&self, limit: i128) -> Vec<IndexRange> {
+        let mut ranges = Vec::new();
+        let mut start = 0usize;
+        while start < self.subpartitions() {
+            let end = self.end_of_range(start, limit);
+            ranges.push(range(start, end));
+            start = end + 1;
         }
+        ranges
     }
-    ranges.push(range(start, bytes.len() - 1));
-    ranges
 }
 
 fn range(start: usize, end: usize) -> IndexRange {
@@ -610,25 +633,41 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Flink's greedy cut as written, one subpartition at a time: the reference.
+    fn reference_ranges(bytes: &[u64], limit: i128, max_range_size: u32) -> Vec<IndexRange> {
+        let mut ranges = Vec::new();
+        let mut sum = 0i128;
+        let mut start = 0usize;
+        for (i, &b) in bytes.iter().enumerate() {
+            let fits =
+                sum + i128::from(b) <= limit && (i - start + 1) as u64 <= u64::from(max_range_size);
+            if i == start || fits {
+                sum += i128::from(b);
+            } else {
+                ranges.push(range(start, i - 1));
+                start = i;
+                sum = i128::from(b);
+            }
+        }
+        ranges.push(range(start, bytes.len() - 1));
+        ranges
+    }
+
     proptest! {
-        /// Counting stops at `cap`, and below it agrees with the full count and with the ranges
-        /// themselves: the bisection may use the capped count.
+        /// The binary-searched cut equals Flink's walk, and counting stops at `cap`.
         #[test]
-        fn capped_count_agrees_with_the_ranges(
-            bytes in prop::collection::vec(0u64..100, 1..200),
+        fn greedy_cut_agrees_with_the_reference(
+            bytes in prop::collection::vec(prop_oneof![0u64..100, Just(0u64)], 1..200),
             limit in -1i128..400,
             max_range_size in 0u32..20,
             cap in 1u32..50,
         ) {
-            let ranges = subpartition_ranges(&bytes, limit, max_range_size);
-            let full = count_ranges(&bytes, limit, max_range_size, u32::MAX);
-            prop_assert_eq!(full as usize, ranges.len());
-            prop_assert_eq!(count_ranges(&bytes, limit, max_range_size, cap), full.min(cap));
-            prop_assert_eq!(ranges[0].start, 0);
-            prop_assert_eq!(ranges[ranges.len() - 1].end as usize, bytes.len() - 1);
-            for pair in ranges.windows(2) {
-                prop_assert_eq!(pair[0].end + 1, pair[1].start);
-            }
+            let expected = reference_ranges(&bytes, limit, max_range_size);
+            let cut = GreedyCut::new(&bytes, max_range_size);
+            prop_assert_eq!(cut.ranges(limit), expected.clone());
+            let full = u32::try_from(expected.len()).unwrap();
+            prop_assert_eq!(cut.count(limit, u32::MAX), full);
+            prop_assert_eq!(cut.count(limit, cap), full.min(cap));
         }
 
         /// The bisections find the boundary of a monotone predicate, or -1, as Flink's

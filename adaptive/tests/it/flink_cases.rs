@@ -620,3 +620,25 @@ fn bad_options_vertices_and_inputs_are_errors() {
         }
     );
 }
+
+/// The bench's shape: 10,000 producers leave ranges of at most 3 subpartitions (32,768 / 10,000),
+/// so no legal balanced parallelism exists; as Flink, the decision falls back to the max
+/// parallelism (raised by the 10^9 subpartitions / 32,768) with ranges even by count.
+#[test]
+fn ten_thousand_producers_fall_back_to_even_subpartition_ranges() {
+    let sums = vec![MIB; 100_000];
+    let decision = decide_parallelism_and_input_infos(
+        &BatchExecutionOptions::default(),
+        &VertexToDecide::undecided(128),
+        &[ConsumedInput::new(AllToAll, false, 10_000, &sums)],
+    )
+    .unwrap();
+    assert_eq!(decision.parallelism, 128);
+    let infos = &decision.input_infos[0];
+    assert_eq!(infos[0].partition_range, r(0, 9_999));
+    assert_eq!(infos[0].subpartition_range, r(0, 780));
+    assert_eq!(infos[127].subpartition_range, r(99_218, 99_999));
+    assert!(infos
+        .iter()
+        .all(|i| (781..=782).contains(&i.subpartition_range.len())));
+}

@@ -1,0 +1,5 @@
+//! Integration tests of the decider: Flink 1.20's worked examples (`flink_cases`) and property
+//! tests (`properties`).
+
+mod flink_cases;
+mod properties;

@@ -243,12 +243,14 @@ impl JobRun<'_> {
                 let result = self.scheduler.handle(now, event.clone());
                 self.max_stall = self.max_stall.max(call.elapsed());
                 match result {
-                    Ok(commands) => self.apply(commands),
+                    Ok(mut commands) => {
+                        self.finish_owed_work(&mut commands);
+                        self.apply(commands);
+                    }
                     // Events come from the network: a late or duplicate one is logged, never
                     // fatal.
                     Err(e) => tracing::warn!(job = %self.job.id, ?event, "event refused: {e}"),
                 }
-                self.finish_owed_work();
             }
             if self.scheduler.status().is_terminal() {
                 return;
@@ -288,15 +290,16 @@ impl JobRun<'_> {
     }
 
     /// Runs the work the last call left owed (the scheduler bounds each call), one bounded call
-    /// at a time, shipping each call's deployments before the next: the commands are those one
-    /// unbounded call would have given.
-    fn finish_owed_work(&mut self) {
+    /// at a time, appending the commands to `commands`: together they are those one unbounded
+    /// call would have given. Descriptors are built only after the last (a hybrid producer may
+    /// be deployed in a later call than its consumer, whose descriptors must see it).
+    fn finish_owed_work(&mut self, commands: &mut Vec<Command>) {
         while self.scheduler.has_pending_work() {
             let call = Instant::now();
             let result = self.scheduler.continue_work();
             self.max_stall = self.max_stall.max(call.elapsed());
             match result {
-                Ok(commands) => self.apply(commands),
+                Ok(more) => commands.extend(more),
                 Err(e) => {
                     tracing::error!(job = %self.job.id, "bug: owed scheduler work failed: {e}");
                     return;
@@ -315,10 +318,10 @@ impl JobRun<'_> {
                 },
             };
             let now = self.now_ms();
-            if let Ok(commands) = self.scheduler.handle(now, event) {
+            if let Ok(mut commands) = self.scheduler.handle(now, event) {
+                self.finish_owed_work(&mut commands);
                 self.apply(commands);
             }
-            self.finish_owed_work();
         }
     }
 

@@ -363,8 +363,8 @@ fn stats(
                     out,
                     "  edge {} {} -> {} {} {} x {}: {} channels, {}",
                     e.index,
-                    e.source,
-                    e.target,
+                    labelled(&e.source, e.source_name.as_deref()),
+                    labelled(&e.target, e.target_name.as_deref()),
                     e.ship_strategy
                         .as_deref()
                         .unwrap_or(&e.distribution_pattern),
@@ -382,8 +382,32 @@ fn stats(
     }
 }
 
+/// A vertex id with its name beside it, `id "name"`, for text output (control characters
+/// escaped).
+pub(crate) fn labelled(id: &str, name: Option<&str>) -> String {
+    match name {
+        Some(name) => format!("{id} \"{}\"", crate::failure::escape_controls(name)),
+        None => id.to_owned(),
+    }
+}
+
 fn split_pair<'a>(text: &'a str, sep: char, flag: &str) -> Result<(&'a str, &'a str), Failure> {
-    text.split_once(sep)
+    pair(text.split_once(sep), text, sep, flag)
+}
+
+/// As [`split_pair`], at the last `sep`: for `VERTEX=VALUE`, where a vertex named by its name
+/// (Flink's, e.g. `[35]:Sort(orderBy=[revenue DESC])`) may contain `sep` itself.
+fn rsplit_pair<'a>(text: &'a str, sep: char, flag: &str) -> Result<(&'a str, &'a str), Failure> {
+    pair(text.rsplit_once(sep), text, sep, flag)
+}
+
+fn pair<'a>(
+    split: Option<(&'a str, &'a str)>,
+    text: &str,
+    sep: char,
+    flag: &str,
+) -> Result<(&'a str, &'a str), Failure> {
+    split
         .map(|(a, b)| (a.trim(), b.trim()))
         .filter(|(a, b)| !a.is_empty() && !b.is_empty())
         .ok_or_else(|| Failure::Input(anyhow!("{flag} '{text}': expected A{sep}B")))
@@ -435,7 +459,7 @@ fn edits_of(command: &PlanCommand) -> Result<Vec<Edit>, Failure> {
         );
     }
     for p in set_parallelism {
-        let (v, n) = split_pair(p, '=', "--set-parallelism")?;
+        let (v, n) = rsplit_pair(p, '=', "--set-parallelism")?;
         out.push(Edit::SetParallelism {
             vertex: v.to_owned(),
             parallelism: number(n, "--set-parallelism")?,
@@ -453,7 +477,7 @@ fn edits_of(command: &PlanCommand) -> Result<Vec<Edit>, Failure> {
         });
     }
     for p in set_slot_sharing_group {
-        let (v, g) = split_pair(p, '=', "--set-slot-sharing-group")?;
+        let (v, g) = rsplit_pair(p, '=', "--set-slot-sharing-group")?;
         out.push(Edit::SetSlotSharingGroup {
             vertex: v.to_owned(),
             group: g.to_owned(),
@@ -478,8 +502,9 @@ fn edits_of(command: &PlanCommand) -> Result<Vec<Edit>, Failure> {
                 "--set-ttl '{t}': expected VERTEX/OPERATOR/STATE=TTL"
             ))
         })?;
-        let parts: Vec<&str> = path.splitn(3, '/').collect();
-        let [vertex, operator, state] = parts.as_slice() else {
+        // From the right: a vertex may be named by a name with a `/` in it.
+        let parts: Vec<&str> = path.rsplitn(3, '/').collect();
+        let [state, operator, vertex] = parts.as_slice() else {
             return Err(Failure::Input(anyhow!(
                 "--set-ttl '{t}': expected VERTEX/OPERATOR/STATE=TTL"
             )));

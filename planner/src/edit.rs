@@ -18,11 +18,11 @@ use crate::error::PlanError;
 pub enum EdgeRef {
     /// Position in the edge list.
     Index(usize),
-    /// Source and target vertex ids.
+    /// Source and target vertices, each by id or unique name.
     Endpoints {
-        /// Producing vertex.
+        /// Producing vertex (id or unique name).
         source: String,
-        /// Consuming vertex.
+        /// Consuming vertex (id or unique name).
         target: String,
     },
 }
@@ -47,13 +47,18 @@ pub enum TapSide {
 }
 
 /// One edit of a plan. JSON: `{"kind": "set_parallelism", "vertex": "map", "parallelism": 8}`.
+///
+/// A vertex (`vertex`, an edge's `source` and `target`) is named by its id or by its name
+/// (the vertex field `name`; for an imported Flink plan, the head operator's description) when
+/// no other vertex has that name: an id wins, an ambiguous name is refused naming the
+/// candidates ([`resolve_vertex`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Edit {
     /// Set a vertex's parallelism, within its max parallelism (explicit, or Flink's default for
     /// the current parallelism, which a restored job keeps).
     SetParallelism {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// The new parallelism, at least 1.
         parallelism: u32,
@@ -68,7 +73,7 @@ pub enum Edit {
     },
     /// Move a vertex to another slot sharing group (`default` is Flink's default group).
     SetSlotSharingGroup {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// The group name.
         group: String,
@@ -81,7 +86,7 @@ pub enum Edit {
     /// Split a vertex's chain before operator `at` (1 <= at < operators); the operators from
     /// `at` on form a new vertex fed by a FORWARD edge.
     Unchain {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// Index of the first operator of the new vertex.
         at: usize,
@@ -91,7 +96,7 @@ pub enum Edit {
     },
     /// Set (or with `null`, remove) the TTL of one state of one operator.
     SetStateTtl {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// The operator, by uid, else by name.
         operator: String,
@@ -103,7 +108,7 @@ pub enum Edit {
     /// Attach a debug tap: a sink vertex reading what a vertex reads (`input`) or writes
     /// (`output`).
     AddTap {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// Which side.
         side: TapSide,
@@ -149,6 +154,39 @@ impl Edit {
     /// [`PlanError::UnknownState`] for names the plan lacks; [`PlanError::Refused`] with the
     /// reason for an edit that would break the plan or its state.
     pub fn apply(&self, plan: &JobGraphJson) -> Result<JobGraphJson, PlanError> {
+        self.with_ids(plan)?.apply_by_id(plan)
+    }
+
+    /// The same edit with every vertex named by its id (names resolved by [`resolve_vertex`]).
+    ///
+    /// # Errors
+    /// [`PlanError::UnknownVertex`] for a vertex no id or name matches;
+    /// [`PlanError::AmbiguousVertex`] for a name several vertices have.
+    pub fn with_ids(&self, plan: &JobGraphJson) -> Result<Edit, PlanError> {
+        let id = |v: &str| resolve_vertex(plan, v).map(|pos| plan.vertices[pos].id.clone());
+        let edge = |e: &EdgeRef| -> Result<EdgeRef, PlanError> {
+            Ok(match e {
+                EdgeRef::Index(i) => EdgeRef::Index(*i),
+                EdgeRef::Endpoints { source, target } => EdgeRef::Endpoints {
+                    source: id(source)?,
+                    target: id(target)?,
+                },
+            })
+        };
+        let mut out = self.clone();
+        match &mut out {
+            Edit::SetParallelism { vertex, .. }
+            | Edit::SetSlotSharingGroup { vertex, .. }
+            | Edit::Unchain { vertex, .. }
+            | Edit::SetStateTtl { vertex, .. }
+            | Edit::AddTap { vertex, .. } => *vertex = id(vertex)?,
+            Edit::SetPartitioner { edge: e, .. } | Edit::Chain { edge: e } => *e = edge(e)?,
+        }
+        Ok(out)
+    }
+
+    /// [`Edit::apply`] once every vertex is named by its id.
+    fn apply_by_id(&self, plan: &JobGraphJson) -> Result<JobGraphJson, PlanError> {
         let mut out = plan.clone();
         let refuse = |reason: String| PlanError::Refused {
             edit: self.describe(),
@@ -336,6 +374,17 @@ fn vertex_pos(plan: &JobGraphJson, id: &str) -> Result<usize, PlanError> {
         .ok_or_else(|| PlanError::UnknownVertex(id.to_owned()))
 }
 
+/// The position in `plan.vertices` of the vertex with this id, else of the one vertex with this
+/// exact name (as [`JobGraphJson::resolve_vertex`]). O(V).
+///
+/// # Errors
+/// [`PlanError::UnknownVertex`] when no id or name matches; [`PlanError::AmbiguousVertex`]
+/// naming the ids of the vertices that share the name.
+pub fn resolve_vertex(plan: &JobGraphJson, id_or_name: &str) -> Result<usize, PlanError> {
+    plan.resolve_vertex(id_or_name)
+        .map_err(PlanError::from_vertex_ref)
+}
+
 fn vertex_mut<'a>(
     plan: &'a mut JobGraphJson,
     id: &str,
@@ -516,6 +565,8 @@ fn unchain(
     let v = &plan.vertices[pos];
     let split = JobVertexJson {
         id: id.clone(),
+        name: None,
+        description: None,
         parallelism: v.parallelism,
         max_parallelism: v.max_parallelism,
         slot_sharing_group: v.slot_sharing_group.clone(),
@@ -568,6 +619,8 @@ fn add_tap(
     let v = &plan.vertices[pos];
     let tap = JobVertexJson {
         id: id.clone(),
+        name: None,
+        description: None,
         parallelism: v.parallelism,
         max_parallelism: None,
         slot_sharing_group: v.slot_sharing_group.clone(),

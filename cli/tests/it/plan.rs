@@ -247,3 +247,92 @@ fn serve_answers_over_http() {
     child.kill().expect("kill");
     let _ = child.wait();
 }
+
+/// Flink's names: `inspect` (text and JSON) and `plan stats` show them beside the ids, a unique
+/// name works wherever a vertex is taken, `plan edit` keeps them, and a shared name is refused
+/// naming the candidates.
+#[test]
+fn flink_names_are_shown_kept_and_resolve_vertices() {
+    const SORT: &str = "[35]:Sort(orderBy=[revenue DESC])";
+    const SORT_ID: &str = "23149c2f4012e830eebb47b5587a5f2f";
+    let q5 = fixture("flink-plans/tpch-q5.plan.json");
+    let out = conflux(&["inspect", &q5, "--format", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let report = json_of(&out);
+    let sort = report["job_graph"]["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == SORT_ID)
+        .expect("the sort vertex");
+    assert_eq!(sort["name"], SORT);
+    assert_eq!(
+        sort["description"],
+        "[35]:Sort(orderBy=[revenue DESC])<br/>+- tpch_q5[36]: Writer<br/>"
+    );
+    let text = String::from_utf8_lossy(&conflux(&["inspect", &q5]).stdout).into_owned();
+    assert!(
+        text.contains(&format!("  {SORT_ID} \"{SORT}\"  parallelism 1,")),
+        "{text}"
+    );
+    let stats = String::from_utf8_lossy(&conflux(&["plan", "stats", &q5]).stdout).into_owned();
+    assert!(
+        stats.contains(&format!("-> {SORT_ID} \"{SORT}\" GLOBAL")),
+        "{stats}"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let edited = dir.path().join("q5.json").display().to_string();
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--set-parallelism",
+        &format!("{SORT}=2"),
+        "--edit",
+        &format!(r#"{{"kind": "add_tap", "vertex": "{SORT}", "side": "input"}}"#),
+        "-o",
+        &edited,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let plan: serde_json::Value = serde_json::from_slice(&std::fs::read(&edited).unwrap()).unwrap();
+    let vertex = plan["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == SORT_ID)
+        .unwrap();
+    assert_eq!(
+        (vertex["name"].as_str(), vertex["parallelism"].as_u64()),
+        (Some(SORT), Some(2))
+    );
+    assert!(vertex["description"].as_str().unwrap().starts_with(SORT));
+    assert_eq!(
+        plan["vertices"].as_array().unwrap().len(),
+        12,
+        "the tap was added by name"
+    );
+
+    let shared = dir.path().join("shared.json");
+    std::fs::write(
+        &shared,
+        r#"{"job_type": "streaming", "vertices": [
+            {"id": "a", "name": "Map", "parallelism": 2},
+            {"id": "b", "name": "Map", "parallelism": 2}]}"#,
+    )
+    .unwrap();
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &shared.display().to_string(),
+        "--set-parallelism",
+        "Map=3",
+        "-o",
+        &dir.path().join("x.json").display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: vertex name 'Map' is ambiguous: vertices a, b have it; name one by id"
+    );
+}

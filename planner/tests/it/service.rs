@@ -318,11 +318,11 @@ fn request(addr: std::net::SocketAddr, method: &str, target: &str, body: &[u8]) 
 #[test]
 fn plans_beyond_the_memory_budget_evict_the_least_recently_used() {
     let service = start_with(ServiceConfig {
-        max_store_bytes: 160 << 10,
+        max_store_bytes: 176 << 10,
         ..ServiceConfig::default()
     });
     let addr = service.addr();
-    // About 72 KiB each as stored: two fit in 160 KiB, not three.
+    // About 79 KiB each as stored: two fit in 176 KiB, not three.
     let plan = chain_plan("budget", 150, 2);
     for id in ["p1", "p2"] {
         let (s, v) = request(addr, "POST", "/plans", &plan);
@@ -350,7 +350,7 @@ fn plans_beyond_the_memory_budget_evict_the_least_recently_used() {
     );
     let message = v["error"].as_str().expect("message");
     assert!(
-        message.contains("163840 bytes (max_store_bytes)"),
+        message.contains("180224 bytes (max_store_bytes)"),
         "{message}"
     );
     let (s, v) = request(addr, "GET", "/plans", b"");
@@ -546,4 +546,45 @@ fn health_stays_fast_while_expensive_requests_run() {
     );
     let (s, v) = request(addr, "GET", "/plans/p1/versions", b"");
     assert_eq!((s, v["versions"].as_array().map(Vec::len)), (200, Some(9)));
+}
+
+/// Over HTTP an edit names a vertex by its Flink name as well as by its id, a shared name is a
+/// 400 naming the candidates, and the statistics name the vertices of each edge.
+#[test]
+fn http_edits_take_vertex_names() {
+    let service = start(4 << 20);
+    let base = service.url();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        use reqwest::Method;
+        let c = reqwest::Client::new();
+        let plan = std::fs::read(flink_fixture("tpch-q5.plan.json")).expect("fixture");
+        let (s, v) = call(&c, Method::POST, format!("{base}/plans"), Some(plan)).await;
+        assert_eq!(s, 201, "{v}");
+        let id = v["id"].as_str().expect("id").to_owned();
+        let edit = json!({"kind": "set_parallelism", "vertex": "[35]:Sort(orderBy=[revenue DESC])", "parallelism": 4});
+        let (s, v) = call(&c, Method::POST, format!("{base}/plans/{id}/edits"),
+            Some(serde_json::to_vec(&edit).expect("json"))).await;
+        assert_eq!((s, v["version"].as_u64()), (201, Some(2)), "{v}");
+        let (_, v) = call(&c, Method::GET, format!("{base}/plans/{id}/versions/2"), None).await;
+        let sort = v["vertices"].as_array().expect("vertices").iter()
+            .find(|v| v["id"] == "23149c2f4012e830eebb47b5587a5f2f").expect("sort").clone();
+        assert_eq!((sort["parallelism"].as_u64(), sort["name"].as_str()),
+            (Some(4), Some("[35]:Sort(orderBy=[revenue DESC])")));
+        let (_, v) = call(&c, Method::GET, format!("{base}/plans/{id}/stats?version=2"), None).await;
+        assert_eq!(v["edges"][0]["target_name"], "[35]:Sort(orderBy=[revenue DESC])");
+
+        let shared = br#"{"job_type": "streaming", "vertices": [
+            {"id": "a", "name": "Map", "parallelism": 2}, {"id": "b", "name": "Map", "parallelism": 2}]}"#;
+        let (_, v) = call(&c, Method::POST, format!("{base}/plans"), Some(shared.to_vec())).await;
+        let id = v["id"].as_str().expect("id").to_owned();
+        let edit = br#"{"kind": "set_parallelism", "vertex": "Map", "parallelism": 3}"#;
+        let (s, v) = call(&c, Method::POST, format!("{base}/plans/{id}/edits"), Some(edit.to_vec())).await;
+        assert_eq!((s, v["code"].as_str()), (400, Some("ambiguous_vertex")), "{v}");
+        assert_eq!(v["error"], "vertex name 'Map' is ambiguous: vertices a, b have it; name one by id");
+    });
+    drop(service);
 }

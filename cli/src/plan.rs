@@ -11,6 +11,7 @@ use conflux_planner::service::{RunningService, ServiceConfig};
 use conflux_planner::stats::{mib, thousands};
 use conflux_planner::{
     compat, diff, CompatOptions, CompiledPlan, EdgeRef, Edit, PlanStats, StatsConfig, TapSide,
+    Verdict,
 };
 use serde_json::json;
 
@@ -100,6 +101,11 @@ pub(crate) enum PlanCommand {
         /// Drop the state of removed operators instead of failing (Flink's `-n`).
         #[arg(long)]
         allow_non_restored_state: bool,
+        /// Exit 3 (after printing the report) when the verdict is at least this bad:
+        /// `incompatible`, or `unknown` (UNKNOWN or INCOMPATIBLE). Without it the exit code is 0
+        /// whatever the verdict.
+        #[arg(long, value_enum, value_name = "VERDICT")]
+        fail_on: Option<FailOn>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -119,6 +125,24 @@ pub(crate) enum PlanCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+}
+
+/// The verdict `plan compat --fail-on` fails at (and above).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum FailOn {
+    /// INCOMPATIBLE.
+    Incompatible,
+    /// UNKNOWN or INCOMPATIBLE.
+    Unknown,
+}
+
+impl FailOn {
+    fn verdict(self) -> Verdict {
+        match self {
+            FailOn::Incompatible => Verdict::Incompatible,
+            FailOn::Unknown => Verdict::Unknown,
+        }
+    }
 }
 
 impl PlanCommand {
@@ -219,6 +243,7 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
             load,
             rename,
             allow_non_restored_state,
+            fail_on,
             format,
         } => {
             let mut options = CompatOptions {
@@ -262,6 +287,14 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
                     }
                     output::print(&s)
                 }
+            }?;
+            match fail_on {
+                Some(at) if report.verdict >= at.verdict() => Err(Failure::Threshold(anyhow!(
+                    "verdict {} is at least {} (--fail-on)",
+                    report.verdict.as_str(),
+                    at.verdict().as_str()
+                ))),
+                _ => Ok(()),
             }
         }
         PlanCommand::Ttl {

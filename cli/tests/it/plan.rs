@@ -79,7 +79,8 @@ fn edit_writes_a_new_file_and_refusals_exit_2() {
         "--format",
         "json",
     ]);
-    assert_eq!(json_of(&c)["verdict"], "COMPATIBLE_AS_IS");
+    assert_eq!(json_of(&c)["verdict"], "UNKNOWN");
+    assert_eq!(json_of(&c)["topology"]["verdict"], "COMPATIBLE_AS_IS");
 
     // A keyed edge cannot become RESCALE: exit 2, the reason on stderr, {"error"} on stdout.
     let refused = conflux(&[
@@ -335,4 +336,61 @@ fn flink_names_are_shown_kept_and_resolve_vertices() {
         String::from_utf8_lossy(&out.stderr).trim(),
         "error: vertex name 'Map' is ambiguous: vertices a, b have it; name one by id"
     );
+}
+
+/// `plan compat` of two Flink plans without state information says UNKNOWN and exits 0;
+/// `--fail-on unknown` exits 3 after the report, `--fail-on incompatible` does not; a known
+/// incompatibility exits 3 with either.
+#[test]
+fn compat_fail_on_exits_3_at_the_threshold() {
+    let (q5, q20) = (
+        fixture("flink-plans/nexmark-q5.plan.json"),
+        fixture("flink-plans/nexmark-q20.plan.json"),
+    );
+    let out = conflux(&["plan", "compat", &q5, &q20]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.starts_with("verdict UNKNOWN\n"), "{text}");
+    assert!(!text.contains("has no state"), "{text}");
+    let out = conflux(&[
+        "plan",
+        "compat",
+        &q5,
+        &q20,
+        "--fail-on",
+        "unknown",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(json_of(&out)["verdict"], "UNKNOWN", "the report is printed");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: verdict UNKNOWN is at least UNKNOWN (--fail-on)"
+    );
+    let out = conflux(&["plan", "compat", &q5, &q20, "--fail-on", "incompatible"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let old = write(
+        "old.json",
+        r#"{"job_type": "streaming", "vertices": [{"id": "agg", "parallelism": 2,
+            "operators": [{"uid": "agg", "name": "agg", "state": [{"name": "s", "kind": "value", "key_type": "K"}]}]}]}"#,
+    );
+    let new = write(
+        "new.json",
+        r#"{"job_type": "streaming", "vertices": [{"id": "other", "parallelism": 2, "operators": [{"name": "map"}]}]}"#,
+    );
+    for level in ["incompatible", "unknown"] {
+        let out = conflux(&["plan", "compat", &old, &new, "--fail-on", level]);
+        assert_eq!(out.status.code(), Some(3), "{level}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("verdict INCOMPATIBLE\n"));
+    }
+    let out = conflux(&["plan", "compat", &old, &new, "--fail-on", "sometimes"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
 }

@@ -15,8 +15,11 @@ use crate::error::PlanError;
 pub(super) struct Op {
     /// Who it is.
     pub(super) r: OperatorRef,
-    /// Its states.
+    /// Its states (empty when unknown).
     pub(super) states: Vec<StateJson>,
+    /// Whether the plan says what state it has: false for a vertex without an operator list
+    /// (every vertex of an imported Flink JSON plan), whose state cannot be seen.
+    pub(super) state_known: bool,
     /// Head of its vertex: its inputs are the vertex's inputs.
     pub(super) head: bool,
     /// The vertex's input ship strategies as the plan writes them (for heads).
@@ -39,6 +42,16 @@ impl Op {
     /// Whether any of its states is keyed.
     pub(super) fn has_keyed_state(&self) -> bool {
         self.states.iter().any(|s| s.key_type.is_some())
+    }
+
+    /// Whether it is known to have no state at all.
+    pub(super) fn known_stateless(&self) -> bool {
+        self.state_known && self.states.is_empty()
+    }
+
+    /// Whether it has keyed state, or may have (its state is unknown).
+    pub(super) fn may_have_keyed_state(&self) -> bool {
+        !self.state_known || self.has_keyed_state()
     }
 }
 
@@ -102,6 +115,7 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
                     id: format!("vertex:{id}"),
                 },
                 states: Vec::new(),
+                state_known: false,
                 head: true,
                 inputs,
                 parallelism: v.parallelism,
@@ -122,6 +136,7 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
                     },
                 },
                 states: o.state.clone(),
+                state_known: true,
                 head: k == 0,
                 inputs: if k == 0 { inputs.clone() } else { Vec::new() },
                 parallelism: v.parallelism,
@@ -159,6 +174,7 @@ pub(super) fn ops_of_compiled(plan: &CompiledPlan) -> Vec<Op> {
                         ttl_ms: (s.ttl_ms > 0).then_some(s.ttl_ms),
                     })
                     .collect(),
+                state_known: true,
                 head: false,
                 inputs: Vec::new(),
                 parallelism: 1,

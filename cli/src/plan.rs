@@ -10,8 +10,8 @@ use conflux_planner::compiled::parse_duration_ms;
 use conflux_planner::service::{RunningService, ServiceConfig};
 use conflux_planner::stats::{mib, thousands};
 use conflux_planner::{
-    compat, diff, CompatOptions, CompiledPlan, EdgeRef, Edit, PlanStats, StatsConfig, TapSide,
-    Verdict,
+    compat, diff, flink_parallelism_overrides, CompatOptions, CompiledPlan, EdgeRef, Edit,
+    PlanStats, StatsConfig, TapSide, Verdict, FLINK_PARALLELISM_OVERRIDES,
 };
 use serde_json::json;
 
@@ -42,9 +42,14 @@ pub(crate) enum PlanCommand {
         file: PathBuf,
         #[command(flatten)]
         load: LoadArgs,
-        /// Where to write the edited plan (must differ from FILE).
-        #[arg(long, short)]
-        output: PathBuf,
+        /// Where to write the edited plan (must differ from FILE); optional with --emit.
+        #[arg(long, short, required_unless_present = "emit")]
+        output: Option<PathBuf>,
+        /// Print the edits in a form Flink applies instead of the report: `flink-overrides`,
+        /// the value of Flink's `pipeline.jobvertex-parallelism-overrides`
+        /// (`<JobVertexID>:<parallelism>,...`). Parallelism edits of a Flink plan only.
+        #[arg(long, value_enum, value_name = "FORM")]
+        emit: Option<Emit>,
         /// An edit as JSON, as the service takes it, e.g.
         /// '{"kind": "set_parallelism", "vertex": "map", "parallelism": 8}'.
         #[arg(long = "edit", value_name = "JSON")]
@@ -125,6 +130,13 @@ pub(crate) enum PlanCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+}
+
+/// What `plan edit --emit` prints.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum Emit {
+    /// Flink's `pipeline.jobvertex-parallelism-overrides` value.
+    FlinkOverrides,
 }
 
 /// The verdict `plan compat --fail-on` fails at (and above).
@@ -581,30 +593,60 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
         file,
         load,
         output,
+        emit,
         format,
         ..
     } = command
     else {
         return Ok(());
     };
-    refuse_overwriting_input(file, output)?;
+    if let Some(output) = output {
+        refuse_overwriting_input(file, output)?;
+    }
     let edits = edits_of(command)?;
     if edits.is_empty() {
         return Err(Failure::Input(anyhow!(
             "no edit given (--edit, --set-parallelism, --set-partitioner, ...)"
         )));
     }
+    if emit.is_some() && load.parallelism.is_some() {
+        return Err(Failure::Input(anyhow!(
+            "--emit flink-overrides takes parallelism from the edits only; --parallelism would not reach Flink (use --set-parallelism per vertex)"
+        )));
+    }
     let original = read_plan(file, &load.options())?;
+    if let Some(Emit::FlinkOverrides) = emit {
+        let overrides = flink_parallelism_overrides(&original, &edits).map_err(Failure::input)?;
+        if let Some(output) = output {
+            let mut plan = original.clone();
+            for e in &edits {
+                plan = e.apply(&plan).map_err(Failure::input)?;
+            }
+            write_plan(&plan, output)?;
+        }
+        return match format {
+            Format::Json => print_json(&json!({
+                "key": FLINK_PARALLELISM_OVERRIDES,
+                "value": overrides.value(),
+                "overrides": overrides.overrides.iter().map(|(id, p)| {
+                    let name = original.vertices.iter().find(|v| v.id == *id).and_then(|v| v.name.as_deref());
+                    json!({"vertex": id, "name": name, "parallelism": p})
+                }).collect::<Vec<_>>(),
+            })),
+            Format::Text => output::print(&format!("{}\n", overrides.value())),
+        };
+    }
     let mut plan = original.clone();
     for e in &edits {
         plan = e.apply(&plan).map_err(Failure::input)?;
     }
     tracing::debug!(phase = "edit", edits = edits.len(), "applied the edits");
-    let mut text = plan.to_json_pretty();
-    text.push('\n');
-    std::fs::write(output, text)
-        .with_context(|| format!("writing {}", output.display()))
-        .map_err(Failure::Work)?;
+    let Some(output) = output else {
+        return Err(Failure::Input(anyhow!(
+            "--output is required without --emit"
+        )));
+    };
+    write_plan(&plan, output)?;
     let d = diff(&original, &plan);
     match format {
         Format::Json => print_json(&json!({
@@ -626,6 +668,15 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
             output::print(&s)
         }
     }
+}
+
+/// Writes an edited plan as pretty job graph JSON.
+fn write_plan(plan: &JobGraphJson, output: &Path) -> Result<(), Failure> {
+    let mut text = plan.to_json_pretty();
+    text.push('\n');
+    std::fs::write(output, text)
+        .with_context(|| format!("writing {}", output.display()))
+        .map_err(Failure::Work)
 }
 
 /// Refuses an `--output` that is the input file: the same path, or another name for it (a

@@ -668,3 +668,104 @@ fn add_tap(
     plan.edges.extend(new_edges);
     Ok(())
 }
+
+/// The name of Flink's configuration option that sets the parallelism of job vertices by their
+/// `JobVertexID` (`PipelineOptions.PARALLELISM_OVERRIDES`, a map option written
+/// `<JobVertexID>:<parallelism>,...`; the adaptive scheduler and the Kubernetes operator's
+/// autoscaler apply it).
+pub const FLINK_PARALLELISM_OVERRIDES: &str = "pipeline.jobvertex-parallelism-overrides";
+
+/// Parallelism edits of a Flink plan, as Flink's [`FLINK_PARALLELISM_OVERRIDES`] sets them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ParallelismOverrides {
+    /// `(JobVertexID, parallelism)` of every vertex an edit set, in the plan's vertex order, with
+    /// the parallelism it has after all the edits.
+    pub overrides: Vec<(String, u32)>,
+}
+
+impl ParallelismOverrides {
+    /// Flink's map-option syntax: `<JobVertexID>:<parallelism>` joined by `,`, e.g.
+    /// `23149c2f4012e830eebb47b5587a5f2f:2,a0ee7b14d617ba4d8109c408f52753c7:4`.
+    pub fn value(&self) -> String {
+        self.overrides
+            .iter()
+            .map(|(id, p)| format!("{id}:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Whether `id` is a Flink `JobVertexID` as Flink writes it: 32 hexadecimal digits (its
+/// `AbstractID`'s 16 bytes).
+pub fn is_flink_vertex_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Applies parallelism edits to a plan from Flink and expresses them as Flink's
+/// [`FLINK_PARALLELISM_OVERRIDES`], so that they reach Flink (which cannot read job graph JSON).
+/// Each edit is validated as [`Edit::apply`] does; a vertex set twice gets its last value.
+///
+/// # Errors
+/// [`PlanError::Refused`] naming the edits that are not `set_parallelism` (the option sets
+/// parallelism only), or naming the edited vertices whose ids are not Flink `JobVertexID`s (32
+/// hex digits: the plan must be Flink's JSON plan or an edit of one); any error of
+/// [`Edit::apply`]; a refusal when there are no edits.
+pub fn flink_parallelism_overrides(
+    plan: &JobGraphJson,
+    edits: &[Edit],
+) -> Result<ParallelismOverrides, PlanError> {
+    let refuse = |reason: String| PlanError::Refused {
+        edit: format!("emitting {FLINK_PARALLELISM_OVERRIDES}"),
+        reason,
+    };
+    let others: Vec<String> = edits
+        .iter()
+        .filter(|e| !matches!(e, Edit::SetParallelism { .. }))
+        .map(Edit::describe)
+        .collect();
+    if !others.is_empty() {
+        return Err(refuse(format!(
+            "{} cannot be expressed: the option sets parallelism only",
+            others.join(", ")
+        )));
+    }
+    if edits.is_empty() {
+        return Err(refuse("no parallelism edit given".to_owned()));
+    }
+    let mut edited: Vec<String> = Vec::new();
+    let mut current = plan.clone();
+    for e in edits {
+        let e = e.with_ids(&current)?;
+        current = e.apply(&current)?;
+        if let Edit::SetParallelism { vertex, .. } = e {
+            if !edited.contains(&vertex) {
+                edited.push(vertex);
+            }
+        }
+    }
+    let not_flink: Vec<&str> = edited
+        .iter()
+        .map(String::as_str)
+        .filter(|id| !is_flink_vertex_id(id))
+        .collect();
+    if !not_flink.is_empty() {
+        let quoted: Vec<String> = not_flink.iter().map(|id| format!("'{id}'")).collect();
+        let (which, have) = if quoted.len() == 1 {
+            ("vertex", "has")
+        } else {
+            ("vertices", "have")
+        };
+        return Err(refuse(format!(
+            "{which} {} {have} no Flink JobVertexID (32 hex digits); the option names vertices by it, so the plan must be Flink's JSON plan or an edit of one",
+            quoted.join(", ")
+        )));
+    }
+    Ok(ParallelismOverrides {
+        overrides: current
+            .vertices
+            .iter()
+            .filter(|v| edited.contains(&v.id))
+            .map(|v| (v.id.clone(), v.parallelism))
+            .collect(),
+    })
+}

@@ -394,3 +394,95 @@ fn compat_fail_on_exits_3_at_the_threshold() {
     let out = conflux(&["plan", "compat", &old, &new, "--fail-on", "sometimes"]);
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+/// `plan edit --emit flink-overrides` prints the value of Flink's
+/// `pipeline.jobvertex-parallelism-overrides`; other edits and plans without JobVertexIDs are
+/// refused naming them (exit 2).
+#[test]
+fn edit_emits_flink_parallelism_overrides() {
+    let q5 = fixture("flink-plans/tpch-q5.plan.json");
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--emit",
+        "flink-overrides",
+        "--set-parallelism",
+        "[35]:Sort(orderBy=[revenue DESC])=2",
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "23149c2f4012e830eebb47b5587a5f2f:2,a0ee7b14d617ba4d8109c408f52753c7:4\n"
+    );
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--emit",
+        "flink-overrides",
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+        "--format",
+        "json",
+    ]);
+    let v = json_of(&out);
+    assert_eq!(v["key"], "pipeline.jobvertex-parallelism-overrides");
+    assert_eq!(v["value"], "a0ee7b14d617ba4d8109c408f52753c7:4");
+    assert_eq!(v["overrides"][0]["parallelism"], 4);
+    assert!(v["overrides"][0]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("[33]:HashAggregate("));
+
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--emit",
+        "flink-overrides",
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+        "--set-partitioner",
+        "0=RESCALE",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "set_partitioner on edge 0 cannot be expressed: the option sets parallelism only"
+    ));
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &fixture("jobs/wordcount-10k-blocking.json"),
+        "--emit",
+        "flink-overrides",
+        "--set-parallelism",
+        "count=5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("vertex 'count' has no Flink JobVertexID (32 hex digits)"));
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--emit",
+        "flink-overrides",
+        "--parallelism",
+        "3",
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    // Without --emit, --output stays required.
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}

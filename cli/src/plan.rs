@@ -7,6 +7,7 @@ use anyhow::{anyhow, Context};
 use conflux_graph::json::JobGraphJson;
 use conflux_graph::load::{self, LoadOptions};
 use conflux_planner::compiled::parse_duration_ms;
+use conflux_planner::rescale::{rescale, KeyGroupRange, KeyedState, Rescale};
 use conflux_planner::service::{RunningService, ServiceConfig};
 use conflux_planner::stats::{mib, thousands};
 use conflux_planner::{
@@ -115,6 +116,30 @@ pub(crate) enum PlanCommand {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Key groups per old and new subtask when a vertex's parallelism changes (as Flink's
+    /// KeyGroupRangeAssignment), which old subtasks' state each new subtask reads, and the share
+    /// of state that moves.
+    Rescale {
+        /// Job graph JSON or Flink JSON plan (`-` for standard input).
+        file: PathBuf,
+        /// The vertex: its id or a name no other vertex has.
+        #[arg(long)]
+        vertex: String,
+        /// The new parallelism (at least 1, at most the max parallelism).
+        #[arg(long)]
+        parallelism: u32,
+        /// The max parallelism the rescaled job runs with; refused unless it is the one the
+        /// state was written with.
+        #[arg(long)]
+        max_parallelism: Option<u64>,
+        /// Parallelism for Flink plan vertices written as -1.
+        #[arg(long, default_value_t = conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        default_parallelism: u32,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// List the stateful operators of a Flink compiled plan with their state TTL, or set one.
     Ttl {
         /// A Flink compiled plan (`COMPILE PLAN`, `*.compiled-plan.json`).
@@ -164,6 +189,7 @@ impl PlanCommand {
             | PlanCommand::Edit { format, .. }
             | PlanCommand::Diff { format, .. }
             | PlanCommand::Compat { format, .. }
+            | PlanCommand::Rescale { format, .. }
             | PlanCommand::Ttl { format, .. } => *format,
         }
     }
@@ -307,6 +333,26 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
                     at.verdict().as_str()
                 ))),
                 _ => Ok(()),
+            }
+        }
+        PlanCommand::Rescale {
+            file,
+            vertex,
+            parallelism,
+            max_parallelism,
+            default_parallelism,
+            format,
+        } => {
+            let options = LoadOptions {
+                default_parallelism: *default_parallelism,
+                ..LoadOptions::default()
+            };
+            let plan = read_plan(file, &options)?;
+            let r =
+                rescale(&plan, vertex, *parallelism, *max_parallelism).map_err(Failure::input)?;
+            match format {
+                Format::Json => print_json(&r),
+                Format::Text => output::print(&rescale_text(&r)),
             }
         }
         PlanCommand::Ttl {
@@ -668,6 +714,63 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
             output::print(&s)
         }
     }
+}
+
+/// `plan rescale` for people: one line per old and per new subtask, then what moves.
+fn rescale_text(r: &Rescale) -> String {
+    let range = |k: &KeyGroupRange| {
+        if k.start == k.end {
+            format!("{} (1)", k.start)
+        } else {
+            format!("{}-{} ({})", k.start, k.end, thousands(k.len()))
+        }
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "vertex {}: parallelism {} -> {}, {} key groups (max parallelism, {}); keyed state: {}",
+        labelled(&r.vertex, r.name.as_deref()),
+        thousands(u64::from(r.old_parallelism)),
+        thousands(u64::from(r.new_parallelism)),
+        thousands(r.max_parallelism),
+        if r.max_parallelism_configured {
+            "explicit"
+        } else {
+            "Flink's default for the old parallelism"
+        },
+        match r.keyed_state {
+            KeyedState::Yes => "yes",
+            KeyedState::No => "no",
+            KeyedState::Unknown => "unknown (the plan carries no state information)",
+        }
+    );
+    let _ = writeln!(s, "old subtasks");
+    for o in &r.old_subtasks {
+        let _ = writeln!(s, "  {}: key groups {}", o.subtask, range(&o.key_groups));
+    }
+    let _ = writeln!(s, "new subtasks");
+    for n in &r.new_subtasks {
+        let reads: Vec<String> = n
+            .reads
+            .iter()
+            .map(|x| format!("old {} [{}]", x.old_subtask, range(&x.key_groups)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {}: key groups {}, reads {}",
+            n.subtask,
+            range(&n.key_groups),
+            reads.join(", ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "moves {} of {} key groups ({:.1}% of the state)",
+        thousands(r.moved_key_groups),
+        thousands(r.max_parallelism),
+        r.moved_share * 100.0
+    );
+    s
 }
 
 /// Writes an edited plan as pretty job graph JSON.

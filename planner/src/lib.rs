@@ -9,6 +9,8 @@
 //!   ([`flink_parallelism_overrides`]); [`versions`]: versioned plans and diffs.
 //! - [`compiled`]: Flink compiled plans (FLIP-190): stateful operators, states and TTL, TTL edits
 //!   written back with nothing else changed (FLIP-292).
+//! - [`rescale`](mod@rescale): key groups per subtask before and after a parallelism change, as Flink's
+//!   `KeyGroupRangeAssignment` computes them, and the share of state that moves.
 //! - [`compat`]: state-compatibility pre-analysis of an old and a new plan in three layers.
 //! - [`service`]: the HTTP planning service (axum), the only part that does I/O.
 //!
@@ -35,6 +37,7 @@ pub mod compat;
 pub mod compiled;
 pub mod edit;
 mod error;
+pub mod rescale;
 pub mod service;
 pub mod stats;
 pub mod versions;
@@ -46,5 +49,6 @@ pub use edit::{
     FLINK_PARALLELISM_OVERRIDES,
 };
 pub use error::PlanError;
+pub use rescale::{rescale, Rescale};
 pub use stats::{BufferModel, PlanStats, StatsConfig};
 pub use versions::{diff, PlanDiff, VersionedPlan};

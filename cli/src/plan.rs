@@ -248,11 +248,17 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
                 Format::Json => print_json(&d),
                 Format::Text => {
                     let mut s = String::new();
+                    let name_in = |plan: &JobGraphJson, id: &str| {
+                        plan.vertices
+                            .iter()
+                            .find(|v| v.id == id)
+                            .and_then(|v| v.name.clone())
+                    };
                     for v in &d.vertices_added {
-                        let _ = writeln!(s, "+ vertex {v}");
+                        let _ = writeln!(s, "+ vertex {}", labelled(v, name_in(&b, v).as_deref()));
                     }
                     for v in &d.vertices_removed {
-                        let _ = writeln!(s, "- vertex {v}");
+                        let _ = writeln!(s, "- vertex {}", labelled(v, name_in(&a, v).as_deref()));
                     }
                     for e in &d.edges_added {
                         let _ = writeln!(s, "+ edge {e}");

@@ -279,6 +279,10 @@ mod tests {
         assert_eq!(r(128, 3, 1), (43, 85));
         assert_eq!(r(128, 3, 2), (86, 127));
         assert_eq!(r(10, 10, 7), (7, 7));
+        // Flink 1.x printed for parallelism 5 at its default max parallelism 128:
+        // subtask 3 owns 77-102, subtask 4 owns 103-127.
+        assert_eq!(r(128, 5, 3), (77, 102));
+        assert_eq!(r(128, 5, 4), (103, 127));
         for (max, p) in [
             (128u64, 3u64),
             (128, 7),

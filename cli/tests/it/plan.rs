@@ -352,6 +352,13 @@ fn compat_fail_on_exits_3_at_the_threshold() {
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(text.starts_with("verdict UNKNOWN\n"), "{text}");
     assert!(!text.contains("has no state"), "{text}");
+    assert!(
+        text.contains("(vertex 337adade1e207453ed3502e01d75fd03 \"[7]:GlobalWindowAggregate("),
+        "findings name vertices by id and Flink name: {text}"
+    );
+    let diff = conflux(&["plan", "diff", &q5, &q20]);
+    assert!(String::from_utf8_lossy(&diff.stdout)
+        .contains("- vertex 414804e8911fd1feb927e51d6977268a \"[12]:GlobalWindowAggregate("));
     let out = conflux(&[
         "plan",
         "compat",

@@ -31,11 +31,16 @@ pub(super) struct Op {
 }
 
 impl Op {
-    /// `'name' (uid u, vertex v)`, for findings.
+    /// `'name' (uid u, vertex v)`, for findings; the vertex's name follows its id in quotes
+    /// when it has one (`vertex v "Flink name"`).
     pub(super) fn label(&self) -> String {
+        let vertex = match &self.r.vertex_name {
+            Some(n) => format!("{} \"{n}\"", self.r.vertex),
+            None => self.r.vertex.clone(),
+        };
         match &self.r.uid {
-            Some(u) => format!("'{}' (uid {u}, vertex {})", self.r.name, self.r.vertex),
-            None => format!("'{}' (vertex {})", self.r.name, self.r.vertex),
+            Some(u) => format!("'{}' (uid {u}, vertex {vertex})", self.r.name),
+            None => format!("'{}' (vertex {vertex})", self.r.name),
         }
     }
 
@@ -99,6 +104,7 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
     let mut out = Vec::new();
     for (vi, j) in job.vertex_indices().enumerate() {
         let (v, id, operators) = (job.vertex(j), job.vertex_id(j), job.operators(j));
+        let vertex_name = job.vertex_name(j).map(str::to_owned);
         let inputs: Vec<Option<String>> = job
             .inputs(j)
             .iter()
@@ -109,6 +115,7 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
             out.push(Op {
                 r: OperatorRef {
                     vertex: id.to_owned(),
+                    vertex_name: vertex_name.clone(),
                     position: 0,
                     name: id.to_owned(),
                     uid: None,
@@ -127,6 +134,7 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
             out.push(Op {
                 r: OperatorRef {
                     vertex: id.to_owned(),
+                    vertex_name: vertex_name.clone(),
                     position: k,
                     name: o.name.clone(),
                     uid: o.uid.clone(),
@@ -158,6 +166,7 @@ pub(super) fn ops_of_compiled(plan: &CompiledPlan) -> Vec<Op> {
             Op {
                 r: OperatorRef {
                     vertex: o.id.to_string(),
+                    vertex_name: None,
                     position: 0,
                     name: o.kind.clone(),
                     uid: Some(uid.clone()),

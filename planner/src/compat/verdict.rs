@@ -92,6 +92,9 @@ pub(super) enum LayerKind {
 pub struct OperatorRef {
     /// Its vertex.
     pub vertex: String,
+    /// Its vertex's name (Flink's for an imported plan), if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vertex_name: Option<String>,
     /// Its position in the vertex's chain.
     pub position: usize,
     /// Its name.

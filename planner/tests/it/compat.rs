@@ -298,6 +298,11 @@ fn flink_plans_without_state_information_are_unknown() {
     assert_eq!(removed.len(), 3);
     for o in &removed {
         assert_eq!(o.verdict, Verdict::Unknown);
+        let old = o.old.as_ref().expect("old");
+        assert!(old
+            .vertex_name
+            .as_deref()
+            .is_some_and(|n| n.starts_with('[')));
         assert!(
             o.reasons[0].starts_with("removed; whether it has state is unknown"),
             "{:?}",

@@ -579,6 +579,25 @@ fn http_edits_take_vertex_names() {
         let (_, v) = call(&c, Method::GET, format!("{base}/plans/{id}/stats?version=2"), None).await;
         assert_eq!(v["edges"][0]["target_name"], "[35]:Sort(orderBy=[revenue DESC])");
 
+        // Rescaling from state, the vertex by name: version 2 runs the sort at 4 of 128 key
+        // groups; at 3 the new subtasks own 43, 43 and 42 and 65 key groups move.
+        let url = format!("{base}/plans/{id}/rescale?vertex=%5B35%5D%3ASort%28orderBy%3D%5Brevenue%20DESC%5D%29&parallelism=3");
+        let (s, v) = call(&c, Method::GET, url, None).await;
+        assert_eq!(s, 200, "{v}");
+        assert_eq!((v["old_parallelism"].as_u64(), v["max_parallelism"].as_u64()), (Some(4), Some(128)));
+        assert_eq!(v["moved_key_groups"], 65);
+        assert_eq!(v["new_subtasks"][1]["key_groups"], json!({"start": 43, "end": 85, "key_groups": 43}));
+        assert_eq!(v["keyed_state"], "unknown");
+        let (s, v) = call(&c, Method::GET,
+            format!("{base}/plans/{id}/rescale?vertex=23149c2f4012e830eebb47b5587a5f2f&parallelism=3&version=1"), None).await;
+        assert_eq!((s, v["old_parallelism"].as_u64()), (200, Some(1)), "{v}");
+        let (s, v) = call(&c, Method::GET,
+            format!("{base}/plans/{id}/rescale?vertex=23149c2f4012e830eebb47b5587a5f2f&parallelism=129"), None).await;
+        assert_eq!((s, v["code"].as_str()), (409, Some("edit_refused")), "{v}");
+        assert!(v["error"].as_str().unwrap().contains("parallelism 129 is above the max parallelism 128"));
+        let (s, v) = call(&c, Method::GET, format!("{base}/plans/{id}/rescale?parallelism=2"), None).await;
+        assert_eq!((s, v["code"].as_str()), (400, Some("bad_query")), "{v}");
+
         let shared = br#"{"job_type": "streaming", "vertices": [
             {"id": "a", "name": "Map", "parallelism": 2}, {"id": "b", "name": "Map", "parallelism": 2}]}"#;
         let (_, v) = call(&c, Method::POST, format!("{base}/plans"), Some(shared.to_vec())).await;

@@ -1,5 +1,6 @@
 //! How a command fails: the exit code and the one line on stderr (plus `{"error": ...}` on stdout
-//! in JSON mode). Exit codes: 0 success, 2 invalid input or usage, 1 the work itself failed.
+//! in JSON mode). Exit codes: 0 success, 2 invalid input or usage, 1 the work itself failed, 3 a
+//! threshold the user set was reached (`plan compat --fail-on`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -16,6 +17,9 @@ pub(crate) enum Failure {
     /// The work failed and its report (with the failure in it) is already on stdout: exit 1,
     /// the message on stderr only.
     Reported(anyhow::Error),
+    /// The work succeeded and its report is on stdout, but reached the threshold the user
+    /// asked to fail on (`plan compat --fail-on`): exit 3, the message on stderr only.
+    Threshold(anyhow::Error),
     /// Standard output could not be written: exit 1, nothing more on stdout, and nothing at all
     /// for a closed pipe (as Unix tools end quietly when their reader has gone).
     Output(std::io::Error),
@@ -33,6 +37,7 @@ impl Failure {
             Failure::Input(e) => (2, one_line(&e), true),
             Failure::Work(e) => (1, one_line(&e), true),
             Failure::Reported(e) => (1, one_line(&e), false),
+            Failure::Threshold(e) => (3, one_line(&e), false),
             Failure::Output(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
                 tracing::debug!(error = %e, "standard output closed");
                 return ExitCode::from(1);

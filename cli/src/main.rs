@@ -235,7 +235,7 @@ enum GenerateJob {
 struct LoadArgs {
     /// Set every vertex whose parallelism is above 1 to N (parallelism-1 vertices stay).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    parallelism: Option<u32>,
+    pub(crate) parallelism: Option<u32>,
     /// Parallelism for Flink plan vertices written as -1 (decided at run time by Flink's
     /// adaptive batch scheduler). Default: 128, that scheduler's default upper bound.
     #[arg(long, default_value_t = flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,

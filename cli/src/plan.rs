@@ -7,10 +7,12 @@ use anyhow::{anyhow, Context};
 use conflux_graph::json::JobGraphJson;
 use conflux_graph::load::{self, LoadOptions};
 use conflux_planner::compiled::parse_duration_ms;
+use conflux_planner::rescale::{rescale, KeyGroupRange, KeyedState, Rescale};
 use conflux_planner::service::{RunningService, ServiceConfig};
 use conflux_planner::stats::{mib, thousands};
 use conflux_planner::{
-    compat, diff, CompatOptions, CompiledPlan, EdgeRef, Edit, PlanStats, StatsConfig, TapSide,
+    compat, diff, flink_parallelism_overrides, CompatOptions, CompiledPlan, EdgeRef, Edit,
+    PlanStats, StatsConfig, TapSide, Verdict, FLINK_PARALLELISM_OVERRIDES,
 };
 use serde_json::json;
 
@@ -41,9 +43,14 @@ pub(crate) enum PlanCommand {
         file: PathBuf,
         #[command(flatten)]
         load: LoadArgs,
-        /// Where to write the edited plan (must differ from FILE).
-        #[arg(long, short)]
-        output: PathBuf,
+        /// Where to write the edited plan (must differ from FILE); optional with --emit.
+        #[arg(long, short, required_unless_present = "emit")]
+        output: Option<PathBuf>,
+        /// Print the edits in a form Flink applies instead of the report: `flink-overrides`,
+        /// the value of Flink's `pipeline.jobvertex-parallelism-overrides`
+        /// (`<JobVertexID>:<parallelism>,...`). Parallelism edits of a Flink plan only.
+        #[arg(long, value_enum, value_name = "FORM")]
+        emit: Option<Emit>,
         /// An edit as JSON, as the service takes it, e.g.
         /// '{"kind": "set_parallelism", "vertex": "map", "parallelism": 8}'.
         #[arg(long = "edit", value_name = "JSON")]
@@ -100,6 +107,35 @@ pub(crate) enum PlanCommand {
         /// Drop the state of removed operators instead of failing (Flink's `-n`).
         #[arg(long)]
         allow_non_restored_state: bool,
+        /// Exit 3 (after printing the report) when the verdict is at least this bad:
+        /// `incompatible`, or `unknown` (UNKNOWN or INCOMPATIBLE). Without it the exit code is 0
+        /// whatever the verdict.
+        #[arg(long, value_enum, value_name = "VERDICT")]
+        fail_on: Option<FailOn>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Key groups per old and new subtask when a vertex's parallelism changes (as Flink's
+    /// KeyGroupRangeAssignment), which old subtasks' state each new subtask reads, and the share
+    /// of state that moves.
+    Rescale {
+        /// Job graph JSON or Flink JSON plan (`-` for standard input).
+        file: PathBuf,
+        /// The vertex: its id or a name no other vertex has.
+        #[arg(long)]
+        vertex: String,
+        /// The new parallelism (at least 1, at most the max parallelism).
+        #[arg(long)]
+        parallelism: u32,
+        /// The max parallelism the rescaled job runs with; refused unless it is the one the
+        /// state was written with.
+        #[arg(long)]
+        max_parallelism: Option<u64>,
+        /// Parallelism for Flink plan vertices written as -1.
+        #[arg(long, default_value_t = conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,
+              value_parser = clap::value_parser!(u32).range(1..))]
+        default_parallelism: u32,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -121,6 +157,31 @@ pub(crate) enum PlanCommand {
     },
 }
 
+/// What `plan edit --emit` prints.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum Emit {
+    /// Flink's `pipeline.jobvertex-parallelism-overrides` value.
+    FlinkOverrides,
+}
+
+/// The verdict `plan compat --fail-on` fails at (and above).
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub(crate) enum FailOn {
+    /// INCOMPATIBLE.
+    Incompatible,
+    /// UNKNOWN or INCOMPATIBLE.
+    Unknown,
+}
+
+impl FailOn {
+    fn verdict(self) -> Verdict {
+        match self {
+            FailOn::Incompatible => Verdict::Incompatible,
+            FailOn::Unknown => Verdict::Unknown,
+        }
+    }
+}
+
 impl PlanCommand {
     pub(crate) fn format(&self) -> Format {
         match self {
@@ -128,6 +189,7 @@ impl PlanCommand {
             | PlanCommand::Edit { format, .. }
             | PlanCommand::Diff { format, .. }
             | PlanCommand::Compat { format, .. }
+            | PlanCommand::Rescale { format, .. }
             | PlanCommand::Ttl { format, .. } => *format,
         }
     }
@@ -186,11 +248,17 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
                 Format::Json => print_json(&d),
                 Format::Text => {
                     let mut s = String::new();
+                    let name_in = |plan: &JobGraphJson, id: &str| {
+                        plan.vertices
+                            .iter()
+                            .find(|v| v.id == id)
+                            .and_then(|v| v.name.clone())
+                    };
                     for v in &d.vertices_added {
-                        let _ = writeln!(s, "+ vertex {v}");
+                        let _ = writeln!(s, "+ vertex {}", labelled(v, name_in(&b, v).as_deref()));
                     }
                     for v in &d.vertices_removed {
-                        let _ = writeln!(s, "- vertex {v}");
+                        let _ = writeln!(s, "- vertex {}", labelled(v, name_in(&a, v).as_deref()));
                     }
                     for e in &d.edges_added {
                         let _ = writeln!(s, "+ edge {e}");
@@ -219,6 +287,7 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
             load,
             rename,
             allow_non_restored_state,
+            fail_on,
             format,
         } => {
             let mut options = CompatOptions {
@@ -262,6 +331,34 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
                     }
                     output::print(&s)
                 }
+            }?;
+            match fail_on {
+                Some(at) if report.verdict >= at.verdict() => Err(Failure::Threshold(anyhow!(
+                    "verdict {} is at least {} (--fail-on)",
+                    report.verdict.as_str(),
+                    at.verdict().as_str()
+                ))),
+                _ => Ok(()),
+            }
+        }
+        PlanCommand::Rescale {
+            file,
+            vertex,
+            parallelism,
+            max_parallelism,
+            default_parallelism,
+            format,
+        } => {
+            let options = LoadOptions {
+                default_parallelism: *default_parallelism,
+                ..LoadOptions::default()
+            };
+            let plan = read_plan(file, &options)?;
+            let r =
+                rescale(&plan, vertex, *parallelism, *max_parallelism).map_err(Failure::input)?;
+            match format {
+                Format::Json => print_json(&r),
+                Format::Text => output::print(&rescale_text(&r)),
             }
         }
         PlanCommand::Ttl {
@@ -363,8 +460,8 @@ fn stats(
                     out,
                     "  edge {} {} -> {} {} {} x {}: {} channels, {}",
                     e.index,
-                    e.source,
-                    e.target,
+                    labelled(&e.source, e.source_name.as_deref()),
+                    labelled(&e.target, e.target_name.as_deref()),
                     e.ship_strategy
                         .as_deref()
                         .unwrap_or(&e.distribution_pattern),
@@ -382,8 +479,32 @@ fn stats(
     }
 }
 
+/// A vertex id with its name beside it, `id "name"`, for text output (control characters
+/// escaped).
+pub(crate) fn labelled(id: &str, name: Option<&str>) -> String {
+    match name {
+        Some(name) => format!("{id} \"{}\"", crate::failure::escape_controls(name)),
+        None => id.to_owned(),
+    }
+}
+
 fn split_pair<'a>(text: &'a str, sep: char, flag: &str) -> Result<(&'a str, &'a str), Failure> {
-    text.split_once(sep)
+    pair(text.split_once(sep), text, sep, flag)
+}
+
+/// As [`split_pair`], at the last `sep`: for `VERTEX=VALUE`, where a vertex named by its name
+/// (Flink's, e.g. `[35]:Sort(orderBy=[revenue DESC])`) may contain `sep` itself.
+fn rsplit_pair<'a>(text: &'a str, sep: char, flag: &str) -> Result<(&'a str, &'a str), Failure> {
+    pair(text.rsplit_once(sep), text, sep, flag)
+}
+
+fn pair<'a>(
+    split: Option<(&'a str, &'a str)>,
+    text: &str,
+    sep: char,
+    flag: &str,
+) -> Result<(&'a str, &'a str), Failure> {
+    split
         .map(|(a, b)| (a.trim(), b.trim()))
         .filter(|(a, b)| !a.is_empty() && !b.is_empty())
         .ok_or_else(|| Failure::Input(anyhow!("{flag} '{text}': expected A{sep}B")))
@@ -435,7 +556,7 @@ fn edits_of(command: &PlanCommand) -> Result<Vec<Edit>, Failure> {
         );
     }
     for p in set_parallelism {
-        let (v, n) = split_pair(p, '=', "--set-parallelism")?;
+        let (v, n) = rsplit_pair(p, '=', "--set-parallelism")?;
         out.push(Edit::SetParallelism {
             vertex: v.to_owned(),
             parallelism: number(n, "--set-parallelism")?,
@@ -453,7 +574,7 @@ fn edits_of(command: &PlanCommand) -> Result<Vec<Edit>, Failure> {
         });
     }
     for p in set_slot_sharing_group {
-        let (v, g) = split_pair(p, '=', "--set-slot-sharing-group")?;
+        let (v, g) = rsplit_pair(p, '=', "--set-slot-sharing-group")?;
         out.push(Edit::SetSlotSharingGroup {
             vertex: v.to_owned(),
             group: g.to_owned(),
@@ -478,8 +599,9 @@ fn edits_of(command: &PlanCommand) -> Result<Vec<Edit>, Failure> {
                 "--set-ttl '{t}': expected VERTEX/OPERATOR/STATE=TTL"
             ))
         })?;
-        let parts: Vec<&str> = path.splitn(3, '/').collect();
-        let [vertex, operator, state] = parts.as_slice() else {
+        // From the right: a vertex may be named by a name with a `/` in it.
+        let parts: Vec<&str> = path.rsplitn(3, '/').collect();
+        let [state, operator, vertex] = parts.as_slice() else {
             return Err(Failure::Input(anyhow!(
                 "--set-ttl '{t}': expected VERTEX/OPERATOR/STATE=TTL"
             )));
@@ -523,30 +645,60 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
         file,
         load,
         output,
+        emit,
         format,
         ..
     } = command
     else {
         return Ok(());
     };
-    refuse_overwriting_input(file, output)?;
+    if let Some(output) = output {
+        refuse_overwriting_input(file, output)?;
+    }
     let edits = edits_of(command)?;
     if edits.is_empty() {
         return Err(Failure::Input(anyhow!(
             "no edit given (--edit, --set-parallelism, --set-partitioner, ...)"
         )));
     }
+    if emit.is_some() && load.parallelism.is_some() {
+        return Err(Failure::Input(anyhow!(
+            "--emit flink-overrides takes parallelism from the edits only; --parallelism would not reach Flink (use --set-parallelism per vertex)"
+        )));
+    }
     let original = read_plan(file, &load.options())?;
+    if let Some(Emit::FlinkOverrides) = emit {
+        let overrides = flink_parallelism_overrides(&original, &edits).map_err(Failure::input)?;
+        if let Some(output) = output {
+            let mut plan = original.clone();
+            for e in &edits {
+                plan = e.apply(&plan).map_err(Failure::input)?;
+            }
+            write_plan(&plan, output)?;
+        }
+        return match format {
+            Format::Json => print_json(&json!({
+                "key": FLINK_PARALLELISM_OVERRIDES,
+                "value": overrides.value(),
+                "overrides": overrides.overrides.iter().map(|(id, p)| {
+                    let name = original.vertices.iter().find(|v| v.id == *id).and_then(|v| v.name.as_deref());
+                    json!({"vertex": id, "name": name, "parallelism": p})
+                }).collect::<Vec<_>>(),
+            })),
+            Format::Text => output::print(&format!("{}\n", overrides.value())),
+        };
+    }
     let mut plan = original.clone();
     for e in &edits {
         plan = e.apply(&plan).map_err(Failure::input)?;
     }
     tracing::debug!(phase = "edit", edits = edits.len(), "applied the edits");
-    let mut text = plan.to_json_pretty();
-    text.push('\n');
-    std::fs::write(output, text)
-        .with_context(|| format!("writing {}", output.display()))
-        .map_err(Failure::Work)?;
+    let Some(output) = output else {
+        return Err(Failure::Input(anyhow!(
+            "--output is required without --emit"
+        )));
+    };
+    write_plan(&plan, output)?;
     let d = diff(&original, &plan);
     match format {
         Format::Json => print_json(&json!({
@@ -568,6 +720,72 @@ fn edit(command: &PlanCommand) -> Result<(), Failure> {
             output::print(&s)
         }
     }
+}
+
+/// `plan rescale` for people: one line per old and per new subtask, then what moves.
+fn rescale_text(r: &Rescale) -> String {
+    let range = |k: &KeyGroupRange| {
+        if k.start == k.end {
+            format!("{} (1)", k.start)
+        } else {
+            format!("{}-{} ({})", k.start, k.end, thousands(k.len()))
+        }
+    };
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "vertex {}: parallelism {} -> {}, {} key groups (max parallelism, {}); keyed state: {}",
+        labelled(&r.vertex, r.name.as_deref()),
+        thousands(u64::from(r.old_parallelism)),
+        thousands(u64::from(r.new_parallelism)),
+        thousands(r.max_parallelism),
+        if r.max_parallelism_configured {
+            "explicit"
+        } else {
+            "Flink's default for the old parallelism"
+        },
+        match r.keyed_state {
+            KeyedState::Yes => "yes",
+            KeyedState::No => "no",
+            KeyedState::Unknown => "unknown (the plan carries no state information)",
+        }
+    );
+    let _ = writeln!(s, "old subtasks");
+    for o in &r.old_subtasks {
+        let _ = writeln!(s, "  {}: key groups {}", o.subtask, range(&o.key_groups));
+    }
+    let _ = writeln!(s, "new subtasks");
+    for n in &r.new_subtasks {
+        let reads: Vec<String> = n
+            .reads
+            .iter()
+            .map(|x| format!("old {} [{}]", x.old_subtask, range(&x.key_groups)))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {}: key groups {}, reads {}",
+            n.subtask,
+            range(&n.key_groups),
+            reads.join(", ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "moves {} of {} key groups ({:.1}% of the state)",
+        thousands(r.moved_key_groups),
+        thousands(r.max_parallelism),
+        r.moved_share * 100.0
+    );
+    s
+}
+
+/// Writes an edited plan as pretty job graph JSON.
+fn write_plan(plan: &JobGraphJson, output: &Path) -> Result<(), Failure> {
+    let mut text = plan.to_json_pretty();
+    text.push('\n');
+    std::fs::write(output, text)
+        .with_context(|| format!("writing {}", output.display()))
+        .map_err(Failure::Work)
 }
 
 /// Refuses an `--output` that is the input file: the same path, or another name for it (a

@@ -48,6 +48,17 @@ pub enum GraphError {
         /// Its explicit max parallelism.
         max_parallelism: u32,
     },
+    /// A command names a vertex by id or name and no vertex has that id or name.
+    #[error("unknown vertex '{0}' (no vertex has that id or name)")]
+    UnknownVertexRef(String),
+    /// A command names a vertex by a name that several vertices have.
+    #[error("vertex name '{name}' is ambiguous: vertices {} have it; name one by id", .candidates.join(", "))]
+    AmbiguousVertexName {
+        /// The name as given.
+        name: String,
+        /// The ids of the vertices with that name, in listing order.
+        candidates: Vec<String>,
+    },
     /// An edge names a vertex that does not exist.
     #[error("edge {edge} ({source_id} -> {target_id}): unknown {end} vertex '{vertex}'")]
     UnknownVertex {

@@ -9,6 +9,12 @@
 //! gets a data set of its own (the plan does not say when Flink shared one); max parallelism
 //! takes Flink's default; parallelism `-1` (decided at run time by the adaptive batch
 //! scheduler) takes a default.
+//!
+//! Names: a vertex keeps the node's `description` verbatim (Flink's `JobVertex` pretty name or
+//! name: the chained operators, HTML-escaped, lines joined by `<br/>`) and gets as its name the
+//! node's `operator` when non-empty, else `contents` (older plan generators) when non-empty, else
+//! the description's first line (before the first `<br/>`, e.g. `[35]:Sort(orderBy=[revenue
+//! DESC])`, the head operator), also as Flink wrote it.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -23,7 +29,7 @@ pub const DEFAULT_ADAPTIVE_PARALLELISM: u32 = 128;
 
 /// A Flink plan, read from its document (with or without REST's `{"plan": ...}` wrapper) field by
 /// field so that an error names the node and the field. Fields Flink writes that Conflux does
-/// not use (`jid`, `operator`, `optimizer_properties`, ...) are ignored.
+/// not use (`jid`, `operator_strategy`, `optimizer_properties`, ...) are ignored.
 #[derive(Debug)]
 struct FlinkPlan {
     name: String,
@@ -34,6 +40,9 @@ struct FlinkPlan {
 #[derive(Debug)]
 struct FlinkNode {
     id: String,
+    /// The vertex name: `operator`, else `contents`, else the description's first line.
+    name: Option<String>,
+    description: Option<String>,
     parallelism: i64,
     inputs: Vec<FlinkInput>,
 }
@@ -96,6 +105,8 @@ pub fn import(bytes: &[u8], default_parallelism: u32) -> Result<JobGraphJson, Gr
         };
         vertices.push(JobVertexJson {
             id: node.id.clone(),
+            name: node.name.clone(),
+            description: node.description.clone(),
             parallelism,
             max_parallelism: None,
             slot_sharing_group: None,
@@ -196,6 +207,23 @@ fn read_node(position: usize, node: &Value) -> Result<FlinkNode, GraphError> {
             )))
         }
     };
+    let text = |key: &str| match node.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(GraphError::FlinkPlan(format!(
+            "node {id:?}: field `{key}` is {}, not a string",
+            kind(other)
+        ))),
+    };
+    let description = text("description")?;
+    let non_empty = |s: Option<String>| s.filter(|s| !s.is_empty());
+    let name = non_empty(text("operator")?)
+        .or(non_empty(text("contents")?))
+        .or_else(|| {
+            let d = description.as_deref()?;
+            let first = d.split_once("<br/>").map_or(d, |(first, _)| first);
+            (!first.is_empty()).then(|| first.to_owned())
+        });
     let parallelism = match node.get("parallelism") {
         None => {
             return Err(GraphError::FlinkPlan(format!(
@@ -225,6 +253,8 @@ fn read_node(position: usize, node: &Value) -> Result<FlinkNode, GraphError> {
     };
     Ok(FlinkNode {
         id,
+        name,
+        description,
         parallelism,
         inputs,
     })
@@ -259,6 +289,42 @@ mod tests {
         assert_eq!(a.vertices[0].parallelism, 5);
         assert_eq!(a.edges[0].distribution_pattern, "pointwise");
         assert_eq!(a.edges[0].result_partition_type, "blocking");
+    }
+
+    #[test]
+    fn names_come_from_operator_contents_or_the_description() {
+        let plan = r#"{"nodes":[
+            {"id":"a","parallelism":1,"operator":"","description":"[35]:Sort(orderBy=[revenue DESC])<br/>+- tpch_q5[36]: Writer<br/>"},
+            {"id":"b","parallelism":1,"operator":"Map","description":"x"},
+            {"id":"c","parallelism":1,"contents":"Old Map"},
+            {"id":"d","parallelism":1,"operator":"","description":""},
+            {"id":"e","parallelism":1,"description":"a &gt; b"}]}"#;
+        let json = import(plan.as_bytes(), 1).unwrap();
+        let got: Vec<(Option<&str>, Option<&str>)> = json
+            .vertices
+            .iter()
+            .map(|v| (v.name.as_deref(), v.description.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (
+                    Some("[35]:Sort(orderBy=[revenue DESC])"),
+                    Some("[35]:Sort(orderBy=[revenue DESC])<br/>+- tpch_q5[36]: Writer<br/>")
+                ),
+                (Some("Map"), Some("x")),
+                (Some("Old Map"), None),
+                (None, Some("")),
+                (Some("a &gt; b"), Some("a &gt; b")),
+            ]
+        );
+        let bad = r#"{"nodes":[{"id":"a","parallelism":1,"description":7}]}"#;
+        assert_eq!(
+            import(bad.as_bytes(), 1).unwrap_err(),
+            GraphError::FlinkPlan(
+                r#"node "a": field `description` is a number, not a string"#.to_owned()
+            )
+        );
     }
 
     #[test]

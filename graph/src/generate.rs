@@ -15,6 +15,8 @@ pub fn word_count(parallelism: u32, result_partition_type: ResultPartitionType) 
     };
     let vertex = |id: &str| JobVertexJson {
         id: id.to_owned(),
+        name: None,
+        description: None,
         parallelism,
         max_parallelism: None,
         slot_sharing_group: None,

@@ -96,6 +96,27 @@ pub struct JobVertex {
 /// A vertex without co-location group.
 const NO_GROUP: u32 = u32::MAX;
 
+/// The display name and description of a vertex that has either (kept sparsely: generated
+/// jobs of millions of vertices have neither).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Labels {
+    name: Option<Box<str>>,
+    description: Option<Box<str>>,
+}
+
+impl Labels {
+    fn of(name: Option<&str>, description: Option<&str>) -> Option<Labels> {
+        (name.is_some() || description.is_some()).then(|| Labels {
+            name: name.map(Box::from),
+            description: description.map(Box::from),
+        })
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.name.as_deref().map_or(0, str::len) + self.description.as_deref().map_or(0, str::len)
+    }
+}
+
 /// An intermediate data set: the output of one producer, read by one or more consumer edges
 /// (several since FLINK-28663).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,6 +195,8 @@ pub(crate) struct RawJob {
     co_location_groups: Interner,
     /// Operators of the vertices that have any: (listing position, operators), ascending.
     operators: Vec<(u32, Vec<OperatorJson>)>,
+    /// Names and descriptions of the vertices that have any: (listing position, them), ascending.
+    labels: Vec<(u32, Labels)>,
     edge_text: StrArena,
     edges: Vec<RawEdge>,
 }
@@ -190,6 +213,7 @@ impl Default for RawJob {
             slot_sharing_groups,
             co_location_groups: Interner::default(),
             operators: Vec::new(),
+            labels: Vec::new(),
             edge_text: StrArena::default(),
             edges: Vec::new(),
         }
@@ -201,9 +225,12 @@ const DEFAULT_SLOT_SHARING_GROUP: &str = "default";
 
 impl RawJob {
     /// Appends a vertex, as listed.
+    #[allow(clippy::too_many_arguments)] // the fields of a vertex, as the two readers pass them
     pub(crate) fn push_vertex(
         &mut self,
         id: &str,
+        name: Option<&str>,
+        description: Option<&str>,
         parallelism: u32,
         max_parallelism: Option<u32>,
         slot_sharing_group: Option<&str>,
@@ -211,6 +238,9 @@ impl RawJob {
         operators: Vec<OperatorJson>,
     ) {
         let position = self.ids.push(id);
+        if let Some(labels) = Labels::of(name, description) {
+            self.labels.push((position, labels));
+        }
         if !operators.is_empty() {
             self.operators.push((position, operators));
         }
@@ -276,6 +306,8 @@ impl RawJob {
         for v in &json.vertices {
             raw.push_vertex(
                 &v.id,
+                v.name.as_deref(),
+                v.description.as_deref(),
                 v.parallelism,
                 v.max_parallelism,
                 v.slot_sharing_group.as_deref(),
@@ -318,6 +350,8 @@ pub struct JobGraph {
     co_location_groups: StrArena,
     /// (vertex, its operators) for the vertices that have any, by vertex.
     operators: Vec<(JobVertexIndex, Vec<OperatorJson>)>,
+    /// (vertex, its name and description) for the vertices that have either, by vertex.
+    labels: Vec<(JobVertexIndex, Labels)>,
     /// `inputs[input_offsets[j]..input_offsets[j + 1]]` are the inputs of vertex `j`; both
     /// empty when there are no edges.
     input_offsets: Vec<u32>,
@@ -350,6 +384,8 @@ impl PartialEq for JobGraph {
                 && self.slot_sharing_group(j) == other.slot_sharing_group(j)
                 && self.co_location_group(j) == other.co_location_group(j)
                 && self.operators(j) == other.operators(j)
+                && self.vertex_name(j) == other.vertex_name(j)
+                && self.vertex_description(j) == other.vertex_description(j)
                 && self.inputs(j) == other.inputs(j)
                 && self.produced_data_sets(j) == other.produced_data_sets(j)
         };
@@ -431,6 +467,7 @@ impl JobGraph {
             slot_sharing_groups,
             co_location_groups,
             operators: raw_operators,
+            labels: raw_labels,
             edge_text,
             edges: raw_edges,
         } = raw;
@@ -781,6 +818,12 @@ impl JobGraph {
             .map(|(listing, ops)| (JobVertexIndex(position[listing as usize]), ops))
             .collect();
         operators.sort_by_key(|(j, _)| *j);
+        let mut labels: Vec<(JobVertexIndex, Labels)> = raw_labels
+            .into_iter()
+            .map(|(listing, l)| (JobVertexIndex(position[listing as usize]), l))
+            .collect();
+        labels.sort_by_key(|(j, _)| *j);
+        labels.shrink_to_fit();
         vertex_by_id.remap(|listing| position[listing as usize]);
         drop(position);
         let identity = order.iter().enumerate().all(|(pos, &l)| pos == l as usize);
@@ -796,6 +839,7 @@ impl JobGraph {
             slot_sharing_groups: slot_sharing_groups.into_names(),
             co_location_groups: co_location_groups.into_names(),
             operators,
+            labels,
             input_offsets,
             inputs,
             produced_offsets,
@@ -823,6 +867,8 @@ impl JobGraph {
                     let group = self.slot_sharing_group(index);
                     JobVertexJson {
                         id: self.vertex_id(index).to_owned(),
+                        name: self.vertex_name(index).map(str::to_owned),
+                        description: self.vertex_description(index).map(str::to_owned),
                         parallelism: v.parallelism,
                         max_parallelism: v
                             .max_parallelism_configured
@@ -888,6 +934,45 @@ impl JobGraph {
             self.listing[index.idx()]
         };
         self.ids.get(listing)
+    }
+
+    /// The display name of a vertex, as written (Flink's name for an imported Flink plan), if
+    /// it has one. O(log of the number of vertices with a name or description).
+    pub fn vertex_name(&self, index: JobVertexIndex) -> Option<&str> {
+        self.labels(index).and_then(|l| l.name.as_deref())
+    }
+
+    /// The description of a vertex, as written (Flink's `description` for an imported Flink
+    /// plan), if it has one. O(log of the number of vertices with a name or description).
+    pub fn vertex_description(&self, index: JobVertexIndex) -> Option<&str> {
+        self.labels(index).and_then(|l| l.description.as_deref())
+    }
+
+    fn labels(&self, index: JobVertexIndex) -> Option<&Labels> {
+        self.labels
+            .binary_search_by_key(&index, |(j, _)| *j)
+            .ok()
+            .map(|k| &self.labels[k].1)
+    }
+
+    /// Finds a vertex by id or by name, as
+    /// [`JobGraphJson::resolve_vertex`](crate::JobGraphJson::resolve_vertex): an exact id wins
+    /// (O(1)); otherwise the one vertex with exactly that name (O(V)).
+    ///
+    /// # Errors
+    /// [`GraphError::UnknownVertexRef`] when nothing matches;
+    /// [`GraphError::AmbiguousVertexName`] naming the candidates' ids when several vertices
+    /// have that name.
+    pub fn resolve_vertex(&self, id_or_name: &str) -> Result<JobVertexIndex, GraphError> {
+        if let Some(j) = self.vertex_index(id_or_name) {
+            return Ok(j);
+        }
+        crate::json::resolve_by_name(
+            id_or_name,
+            self.labels
+                .iter()
+                .map(|(j, l)| (*j, self.vertex_id(*j), l.name.as_deref())),
+        )
     }
 
     /// The slot sharing group of a vertex (`default` when none was given).
@@ -1021,7 +1106,13 @@ impl JobGraph {
                 .iter()
                 .map(|d| d.id.capacity() + d.consumers.capacity() * size_of::<JobEdgeIndex>())
                 .sum::<usize>();
-        vertices + operators + edges + data_sets + self.vertex_by_id.heap_bytes()
+        let labels = self.labels.capacity() * size_of::<(JobVertexIndex, Labels)>()
+            + self
+                .labels
+                .iter()
+                .map(|(_, l)| l.heap_bytes())
+                .sum::<usize>();
+        vertices + operators + labels + edges + data_sets + self.vertex_by_id.heap_bytes()
     }
 }
 

@@ -38,6 +38,16 @@ pub struct JobGraphJson {
 pub struct JobVertexJson {
     /// Unique, non-empty, without `#`.
     pub id: String,
+    /// Display name, free text (Flink's vertex name; for an imported Flink plan, the node's
+    /// `operator` or `contents` when non-empty, else the first line of its `description`, as
+    /// Flink wrote it). Commands that take a vertex accept an exact name that no other vertex
+    /// has as well as an id (see [`JobGraphJson::resolve_vertex`]). Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Description, free text (for an imported Flink plan, the node's `description` verbatim:
+    /// the chained operators, HTML-escaped, lines separated by `<br/>`). Absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// Number of subtasks, at least 1.
     pub parallelism: u32,
     /// Upper bound for rescaling (key groups); Flink's default applies when absent
@@ -125,9 +135,55 @@ impl JobGraphJson {
         })
     }
 
+    /// Finds a vertex by id or by name: an exact id wins; otherwise the one vertex whose
+    /// [`name`](JobVertexJson::name) is exactly `id_or_name`. Returns its position in
+    /// `vertices`. O(V).
+    ///
+    /// # Errors
+    /// [`GraphError::UnknownVertexRef`] when no id or name matches;
+    /// [`GraphError::AmbiguousVertexName`] naming the candidates' ids when several vertices
+    /// have that name.
+    pub fn resolve_vertex(&self, id_or_name: &str) -> Result<usize, GraphError> {
+        if let Some(pos) = self.vertices.iter().position(|v| v.id == id_or_name) {
+            return Ok(pos);
+        }
+        resolve_by_name(
+            id_or_name,
+            self.vertices
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i, v.id.as_str(), v.name.as_deref())),
+        )
+    }
+
     /// Writes the job graph as pretty JSON.
     pub fn to_json_pretty(&self) -> String {
         // Serialising plain structs of strings and numbers cannot fail.
         serde_json::to_string_pretty(self).unwrap_or_else(|e| unreachable!("bug: {e}"))
+    }
+}
+
+/// The one vertex named `name` among `(position, id, name)`; the rule of
+/// [`JobGraphJson::resolve_vertex`] once no id matched. Shared with
+/// [`JobGraph::resolve_vertex`](crate::JobGraph::resolve_vertex).
+pub(crate) fn resolve_by_name<'a, T: Copy>(
+    name: &str,
+    vertices: impl Iterator<Item = (T, &'a str, Option<&'a str>)>,
+) -> Result<T, GraphError> {
+    let mut found: Option<T> = None;
+    let mut candidates: Vec<String> = Vec::new();
+    for (at, id, vertex_name) in vertices {
+        if vertex_name == Some(name) {
+            found.get_or_insert(at);
+            candidates.push(id.to_owned());
+        }
+    }
+    match (found, candidates.len()) {
+        (Some(at), 1) => Ok(at),
+        (Some(_), _) => Err(GraphError::AmbiguousVertexName {
+            name: name.to_owned(),
+            candidates,
+        }),
+        (None, _) => Err(GraphError::UnknownVertexRef(name.to_owned())),
     }
 }

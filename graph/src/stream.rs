@@ -121,6 +121,10 @@ impl<'de> Visitor<'de> for JobSeed<'_> {
 struct JobVertexJson<'a> {
     #[serde(borrow)]
     id: Cow<'a, str>,
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
     parallelism: u32,
     #[serde(default)]
     max_parallelism: Option<u32>,
@@ -175,6 +179,8 @@ impl<'de> Visitor<'de> for VerticesSeed<'_> {
         while let Some(v) = seq.next_element::<JobVertexJson<'de>>()? {
             self.raw.push_vertex(
                 &v.id,
+                v.name.as_deref(),
+                v.description.as_deref(),
                 v.parallelism,
                 v.max_parallelism,
                 v.slot_sharing_group.as_deref(),

@@ -14,8 +14,10 @@
 //!    the key groups (max parallelism).
 //!
 //! The verdict is the worst of all findings, in the order COMPATIBLE_AS_IS <
-//! COMPATIBLE_AFTER_RENAME < COMPATIBLE_AFTER_MIGRATION < INCOMPATIBLE. O(V + E + operators x
-//! states) with hash maps.
+//! COMPATIBLE_AFTER_RENAME < COMPATIBLE_AFTER_MIGRATION < UNKNOWN < INCOMPATIBLE. A vertex
+//! without an operator list (every vertex of a Flink JSON plan) says nothing about its state:
+//! what depends on that state cannot be checked and is `UNKNOWN`, never assumed stateless.
+//! O(V + E + operators x states) with hash maps.
 
 mod checks;
 mod mapping;
@@ -78,7 +80,9 @@ fn analyze_ops(old: &[Op], new: &[Op], options: &CompatOptions) -> CompatReport 
         operators.push(notes.finish());
     }
     for (_, n) in new.iter().enumerate().filter(|(j, _)| !taken[*j]) {
-        let reason = if n.states.is_empty() {
+        let reason = if !n.state_known {
+            "added; any state it has starts empty".to_owned()
+        } else if n.states.is_empty() {
             "added; it has no state".to_owned()
         } else {
             "added; its state starts empty".to_owned()

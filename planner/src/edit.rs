@@ -18,11 +18,11 @@ use crate::error::PlanError;
 pub enum EdgeRef {
     /// Position in the edge list.
     Index(usize),
-    /// Source and target vertex ids.
+    /// Source and target vertices, each by id or unique name.
     Endpoints {
-        /// Producing vertex.
+        /// Producing vertex (id or unique name).
         source: String,
-        /// Consuming vertex.
+        /// Consuming vertex (id or unique name).
         target: String,
     },
 }
@@ -47,13 +47,18 @@ pub enum TapSide {
 }
 
 /// One edit of a plan. JSON: `{"kind": "set_parallelism", "vertex": "map", "parallelism": 8}`.
+///
+/// A vertex (`vertex`, an edge's `source` and `target`) is named by its id or by its name
+/// (the vertex field `name`; for an imported Flink plan, the head operator's description) when
+/// no other vertex has that name: an id wins, an ambiguous name is refused naming the
+/// candidates ([`resolve_vertex`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Edit {
     /// Set a vertex's parallelism, within its max parallelism (explicit, or Flink's default for
     /// the current parallelism, which a restored job keeps).
     SetParallelism {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// The new parallelism, at least 1.
         parallelism: u32,
@@ -68,7 +73,7 @@ pub enum Edit {
     },
     /// Move a vertex to another slot sharing group (`default` is Flink's default group).
     SetSlotSharingGroup {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// The group name.
         group: String,
@@ -81,7 +86,7 @@ pub enum Edit {
     /// Split a vertex's chain before operator `at` (1 <= at < operators); the operators from
     /// `at` on form a new vertex fed by a FORWARD edge.
     Unchain {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// Index of the first operator of the new vertex.
         at: usize,
@@ -91,7 +96,7 @@ pub enum Edit {
     },
     /// Set (or with `null`, remove) the TTL of one state of one operator.
     SetStateTtl {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// The operator, by uid, else by name.
         operator: String,
@@ -103,7 +108,7 @@ pub enum Edit {
     /// Attach a debug tap: a sink vertex reading what a vertex reads (`input`) or writes
     /// (`output`).
     AddTap {
-        /// The vertex id.
+        /// The vertex: its id, or a name no other vertex has.
         vertex: String,
         /// Which side.
         side: TapSide,
@@ -149,6 +154,39 @@ impl Edit {
     /// [`PlanError::UnknownState`] for names the plan lacks; [`PlanError::Refused`] with the
     /// reason for an edit that would break the plan or its state.
     pub fn apply(&self, plan: &JobGraphJson) -> Result<JobGraphJson, PlanError> {
+        self.with_ids(plan)?.apply_by_id(plan)
+    }
+
+    /// The same edit with every vertex named by its id (names resolved by [`resolve_vertex`]).
+    ///
+    /// # Errors
+    /// [`PlanError::UnknownVertex`] for a vertex no id or name matches;
+    /// [`PlanError::AmbiguousVertex`] for a name several vertices have.
+    pub fn with_ids(&self, plan: &JobGraphJson) -> Result<Edit, PlanError> {
+        let id = |v: &str| resolve_vertex(plan, v).map(|pos| plan.vertices[pos].id.clone());
+        let edge = |e: &EdgeRef| -> Result<EdgeRef, PlanError> {
+            Ok(match e {
+                EdgeRef::Index(i) => EdgeRef::Index(*i),
+                EdgeRef::Endpoints { source, target } => EdgeRef::Endpoints {
+                    source: id(source)?,
+                    target: id(target)?,
+                },
+            })
+        };
+        let mut out = self.clone();
+        match &mut out {
+            Edit::SetParallelism { vertex, .. }
+            | Edit::SetSlotSharingGroup { vertex, .. }
+            | Edit::Unchain { vertex, .. }
+            | Edit::SetStateTtl { vertex, .. }
+            | Edit::AddTap { vertex, .. } => *vertex = id(vertex)?,
+            Edit::SetPartitioner { edge: e, .. } | Edit::Chain { edge: e } => *e = edge(e)?,
+        }
+        Ok(out)
+    }
+
+    /// [`Edit::apply`] once every vertex is named by its id.
+    fn apply_by_id(&self, plan: &JobGraphJson) -> Result<JobGraphJson, PlanError> {
         let mut out = plan.clone();
         let refuse = |reason: String| PlanError::Refused {
             edit: self.describe(),
@@ -336,6 +374,17 @@ fn vertex_pos(plan: &JobGraphJson, id: &str) -> Result<usize, PlanError> {
         .ok_or_else(|| PlanError::UnknownVertex(id.to_owned()))
 }
 
+/// The position in `plan.vertices` of the vertex with this id, else of the one vertex with this
+/// exact name (as [`JobGraphJson::resolve_vertex`]). O(V).
+///
+/// # Errors
+/// [`PlanError::UnknownVertex`] when no id or name matches; [`PlanError::AmbiguousVertex`]
+/// naming the ids of the vertices that share the name.
+pub fn resolve_vertex(plan: &JobGraphJson, id_or_name: &str) -> Result<usize, PlanError> {
+    plan.resolve_vertex(id_or_name)
+        .map_err(PlanError::from_vertex_ref)
+}
+
 fn vertex_mut<'a>(
     plan: &'a mut JobGraphJson,
     id: &str,
@@ -516,6 +565,8 @@ fn unchain(
     let v = &plan.vertices[pos];
     let split = JobVertexJson {
         id: id.clone(),
+        name: None,
+        description: None,
         parallelism: v.parallelism,
         max_parallelism: v.max_parallelism,
         slot_sharing_group: v.slot_sharing_group.clone(),
@@ -568,6 +619,8 @@ fn add_tap(
     let v = &plan.vertices[pos];
     let tap = JobVertexJson {
         id: id.clone(),
+        name: None,
+        description: None,
         parallelism: v.parallelism,
         max_parallelism: None,
         slot_sharing_group: v.slot_sharing_group.clone(),
@@ -614,4 +667,105 @@ fn add_tap(
     plan.vertices.insert(pos + 1, tap);
     plan.edges.extend(new_edges);
     Ok(())
+}
+
+/// The name of Flink's configuration option that sets the parallelism of job vertices by their
+/// `JobVertexID` (`PipelineOptions.PARALLELISM_OVERRIDES`, a map option written
+/// `<JobVertexID>:<parallelism>,...`; the adaptive scheduler and the Kubernetes operator's
+/// autoscaler apply it).
+pub const FLINK_PARALLELISM_OVERRIDES: &str = "pipeline.jobvertex-parallelism-overrides";
+
+/// Parallelism edits of a Flink plan, as Flink's [`FLINK_PARALLELISM_OVERRIDES`] sets them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ParallelismOverrides {
+    /// `(JobVertexID, parallelism)` of every vertex an edit set, in the plan's vertex order, with
+    /// the parallelism it has after all the edits.
+    pub overrides: Vec<(String, u32)>,
+}
+
+impl ParallelismOverrides {
+    /// Flink's map-option syntax: `<JobVertexID>:<parallelism>` joined by `,`, e.g.
+    /// `23149c2f4012e830eebb47b5587a5f2f:2,a0ee7b14d617ba4d8109c408f52753c7:4`.
+    pub fn value(&self) -> String {
+        self.overrides
+            .iter()
+            .map(|(id, p)| format!("{id}:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Whether `id` is a Flink `JobVertexID` as Flink writes it: 32 hexadecimal digits (its
+/// `AbstractID`'s 16 bytes).
+pub fn is_flink_vertex_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Applies parallelism edits to a plan from Flink and expresses them as Flink's
+/// [`FLINK_PARALLELISM_OVERRIDES`], so that they reach Flink (which cannot read job graph JSON).
+/// Each edit is validated as [`Edit::apply`] does; a vertex set twice gets its last value.
+///
+/// # Errors
+/// [`PlanError::Refused`] naming the edits that are not `set_parallelism` (the option sets
+/// parallelism only), or naming the edited vertices whose ids are not Flink `JobVertexID`s (32
+/// hex digits: the plan must be Flink's JSON plan or an edit of one); any error of
+/// [`Edit::apply`]; a refusal when there are no edits.
+pub fn flink_parallelism_overrides(
+    plan: &JobGraphJson,
+    edits: &[Edit],
+) -> Result<ParallelismOverrides, PlanError> {
+    let refuse = |reason: String| PlanError::Refused {
+        edit: format!("emitting {FLINK_PARALLELISM_OVERRIDES}"),
+        reason,
+    };
+    let others: Vec<String> = edits
+        .iter()
+        .filter(|e| !matches!(e, Edit::SetParallelism { .. }))
+        .map(Edit::describe)
+        .collect();
+    if !others.is_empty() {
+        return Err(refuse(format!(
+            "{} cannot be expressed: the option sets parallelism only",
+            others.join(", ")
+        )));
+    }
+    if edits.is_empty() {
+        return Err(refuse("no parallelism edit given".to_owned()));
+    }
+    let mut edited: Vec<String> = Vec::new();
+    let mut current = plan.clone();
+    for e in edits {
+        let e = e.with_ids(&current)?;
+        current = e.apply(&current)?;
+        if let Edit::SetParallelism { vertex, .. } = e {
+            if !edited.contains(&vertex) {
+                edited.push(vertex);
+            }
+        }
+    }
+    let not_flink: Vec<&str> = edited
+        .iter()
+        .map(String::as_str)
+        .filter(|id| !is_flink_vertex_id(id))
+        .collect();
+    if !not_flink.is_empty() {
+        let quoted: Vec<String> = not_flink.iter().map(|id| format!("'{id}'")).collect();
+        let (which, have) = if quoted.len() == 1 {
+            ("vertex", "has")
+        } else {
+            ("vertices", "have")
+        };
+        return Err(refuse(format!(
+            "{which} {} {have} no Flink JobVertexID (32 hex digits); the option names vertices by it, so the plan must be Flink's JSON plan or an edit of one",
+            quoted.join(", ")
+        )));
+    }
+    Ok(ParallelismOverrides {
+        overrides: current
+            .vertices
+            .iter()
+            .filter(|v| edited.contains(&v.id))
+            .map(|v| (v.id.clone(), v.parallelism))
+            .collect(),
+    })
 }

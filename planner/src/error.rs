@@ -15,6 +15,14 @@ pub enum PlanError {
     /// An edit or query names a vertex the plan does not have.
     #[error("unknown vertex '{0}'")]
     UnknownVertex(String),
+    /// An edit or query names a vertex by a name several vertices have.
+    #[error("vertex name '{name}' is ambiguous: vertices {} have it; name one by id", .candidates.join(", "))]
+    AmbiguousVertex {
+        /// The name as given.
+        name: String,
+        /// The ids of the vertices with that name, in the plan's order.
+        candidates: Vec<String>,
+    },
     /// An edit or query names an edge the plan does not have, or names it ambiguously.
     #[error("edge {edge}: {reason}")]
     UnknownEdge {
@@ -88,4 +96,21 @@ pub enum PlanError {
         #[source]
         source: DeployError,
     },
+}
+
+impl PlanError {
+    /// A failed vertex lookup by id or name ([`JobGraphJson::resolve_vertex`]) as this crate
+    /// reports it: [`PlanError::UnknownVertex`] or [`PlanError::AmbiguousVertex`]; any other
+    /// graph error as [`PlanError::Graph`].
+    ///
+    /// [`JobGraphJson::resolve_vertex`]: conflux_graph::JobGraphJson::resolve_vertex
+    pub fn from_vertex_ref(e: GraphError) -> PlanError {
+        match e {
+            GraphError::UnknownVertexRef(v) => PlanError::UnknownVertex(v),
+            GraphError::AmbiguousVertexName { name, candidates } => {
+                PlanError::AmbiguousVertex { name, candidates }
+            }
+            other => PlanError::Graph(other),
+        }
+    }
 }

@@ -4,10 +4,13 @@
 //! - [`stats`]: plan statistics: vertices, channels (logical connections), network buffers under
 //!   Flink 1.20's buffer model, pipelined regions, descriptor bytes and offload, topology memory,
 //!   suggestions with their effect.
-//! - [`edit`]: validated plan edits ([`Edit`]), refused with a reason; [`versions`]: versioned
-//!   plans and diffs.
+//! - [`edit`]: validated plan edits ([`Edit`]), refused with a reason, and parallelism edits of
+//!   a Flink plan as Flink's `pipeline.jobvertex-parallelism-overrides`
+//!   ([`flink_parallelism_overrides`]); [`versions`]: versioned plans and diffs.
 //! - [`compiled`]: Flink compiled plans (FLIP-190): stateful operators, states and TTL, TTL edits
 //!   written back with nothing else changed (FLIP-292).
+//! - [`rescale`](mod@rescale): key groups per subtask before and after a parallelism change, as Flink's
+//!   `KeyGroupRangeAssignment` computes them, and the share of state that moves.
 //! - [`compat`]: state-compatibility pre-analysis of an old and a new plan in three layers.
 //! - [`service`]: the HTTP planning service (axum), the only part that does I/O.
 //!
@@ -34,13 +37,18 @@ pub mod compat;
 pub mod compiled;
 pub mod edit;
 mod error;
+pub mod rescale;
 pub mod service;
 pub mod stats;
 pub mod versions;
 
 pub use compat::{analyze, CompatOptions, CompatReport, Verdict};
 pub use compiled::CompiledPlan;
-pub use edit::{EdgeRef, Edit, TapSide};
+pub use edit::{
+    flink_parallelism_overrides, EdgeRef, Edit, ParallelismOverrides, TapSide,
+    FLINK_PARALLELISM_OVERRIDES,
+};
 pub use error::PlanError;
+pub use rescale::{rescale, Rescale};
 pub use stats::{BufferModel, PlanStats, StatsConfig};
 pub use versions::{diff, PlanDiff, VersionedPlan};

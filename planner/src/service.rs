@@ -69,6 +69,7 @@ pub fn router(config: ServiceConfig) -> Router {
         .route("/plans/{id}/edits", post(plans::apply_edit))
         .route("/plans/{id}/diff", get(plans::diff_versions))
         .route("/plans/{id}/compat", get(plans::compat_versions))
+        .route("/plans/{id}/rescale", get(plans::rescale_vertex))
         .route("/compat", post(analyses::compat_plans))
         .route("/compiled-plans/states", post(analyses::compiled_states))
         .route("/compiled-plans/ttl", post(analyses::compiled_ttl))

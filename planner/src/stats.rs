@@ -135,6 +135,8 @@ fn edge_stats(graph: &ExecutionGraph, config: &StatsConfig) -> Result<Vec<EdgeSt
             index: i,
             source: job.vertex_id(edge.source).to_owned(),
             target: job.vertex_id(edge.target).to_owned(),
+            source_name: job.vertex_name(edge.source).map(str::to_owned),
+            target_name: job.vertex_name(edge.target).map(str::to_owned),
             ship_strategy: edge.ship_strategy.clone(),
             distribution_pattern: pattern.as_str().to_owned(),
             result_partition_type: result_type.as_str().to_owned(),

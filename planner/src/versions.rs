@@ -208,6 +208,13 @@ fn push<T: Serialize + PartialEq>(out: &mut Vec<FieldChange>, field: String, old
 
 fn vertex_changes(a: &JobVertexJson, b: &JobVertexJson) -> Vec<FieldChange> {
     let mut out = Vec::new();
+    push(&mut out, "name".into(), &a.name, &b.name);
+    push(
+        &mut out,
+        "description".into(),
+        &a.description,
+        &b.description,
+    );
     push(
         &mut out,
         "parallelism".into(),

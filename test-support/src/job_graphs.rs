@@ -9,6 +9,8 @@ use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
 pub fn vertex(id: &str, parallelism: u32) -> JobVertexJson {
     JobVertexJson {
         id: id.to_owned(),
+        name: None,
+        description: None,
         parallelism,
         max_parallelism: None,
         slot_sharing_group: None,

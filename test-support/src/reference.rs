@@ -191,6 +191,8 @@ impl GraphSpec {
                 .enumerate()
                 .map(|(i, (&p, s))| JobVertexJson {
                     id: format!("v{i}"),
+                    name: None,
+                    description: None,
                     parallelism: p,
                     max_parallelism: None,
                     slot_sharing_group: s.map(|g| format!("ssg{g}")),

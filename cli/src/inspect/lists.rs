@@ -25,8 +25,12 @@ pub(crate) struct Lists<'a> {
 /// One job vertex of `job_graph.vertices`.
 #[derive(serde::Serialize)]
 pub(crate) struct VertexRow<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) description: Option<&'a str>,
     pub(crate) id: &'a str,
     pub(crate) max_parallelism: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) name: Option<&'a str>,
     pub(crate) parallelism: u32,
     pub(crate) slot_sharing_group: &'a str,
 }
@@ -41,7 +45,11 @@ pub(crate) struct EdgeRow<'a> {
     pub(crate) result_partition_type: &'static str,
     pub(crate) ship_strategy: Option<&'a str>,
     pub(crate) source: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) source_name: Option<&'a str>,
     pub(crate) target: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) target_name: Option<&'a str>,
 }
 
 /// One execution vertex of `vertices` (`--detail`): its region and consumed partition groups.
@@ -65,8 +73,10 @@ impl<'a> Lists<'a> {
         job.vertex_indices().map(move |j| {
             let v = job.vertex(j);
             VertexRow {
+                description: job.vertex_description(j),
                 id: job.vertex_id(j),
                 max_parallelism: v.max_parallelism,
+                name: job.vertex_name(j),
                 parallelism: v.parallelism,
                 slot_sharing_group: job.slot_sharing_group(j),
             }
@@ -89,7 +99,9 @@ impl<'a> Lists<'a> {
                     result_partition_type: e.result_partition_type.as_str(),
                     ship_strategy: e.ship_strategy.as_deref(),
                     source: job.vertex_id(e.source),
+                    source_name: job.vertex_name(e.source),
                     target: job.vertex_id(e.target),
+                    target_name: job.vertex_name(e.target),
                 }
             })
     }

@@ -85,11 +85,14 @@ pub(crate) fn render(r: &Value, lists: Lists<'_>, w: &mut dyn Write) -> std::io:
         writeln!(
             w,
             "  {}  parallelism {}, max parallelism {}, slot sharing group {}",
-            v.id,
+            crate::plan::labelled(v.id, v.name),
             group_digits(u64::from(v.parallelism)),
             group_digits(v.max_parallelism),
             v.slot_sharing_group
         )?;
+        if let Some(d) = v.description {
+            writeln!(w, "    description {}", crate::failure::escape_controls(d))?;
+        }
     }
     writeln!(w, "edges")?;
     for e in lists.edges() {
@@ -97,8 +100,8 @@ pub(crate) fn render(r: &Value, lists: Lists<'_>, w: &mut dyn Write) -> std::io:
         writeln!(
             w,
             "  {} -> {}  {} {}{}: {} connections in {} group(s)",
-            e.source,
-            e.target,
+            crate::plan::labelled(e.source, e.source_name),
+            crate::plan::labelled(e.target, e.target_name),
             e.distribution_pattern,
             e.result_partition_type,
             ship,

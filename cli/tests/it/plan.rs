@@ -79,7 +79,8 @@ fn edit_writes_a_new_file_and_refusals_exit_2() {
         "--format",
         "json",
     ]);
-    assert_eq!(json_of(&c)["verdict"], "COMPATIBLE_AS_IS");
+    assert_eq!(json_of(&c)["verdict"], "UNKNOWN");
+    assert_eq!(json_of(&c)["topology"]["verdict"], "COMPATIBLE_AS_IS");
 
     // A keyed edge cannot become RESCALE: exit 2, the reason on stderr, {"error"} on stdout.
     let refused = conflux(&[
@@ -246,4 +247,326 @@ fn serve_answers_over_http() {
     );
     child.kill().expect("kill");
     let _ = child.wait();
+}
+
+/// Flink's names: `inspect` (text and JSON) and `plan stats` show them beside the ids, a unique
+/// name works wherever a vertex is taken, `plan edit` keeps them, and a shared name is refused
+/// naming the candidates.
+#[test]
+fn flink_names_are_shown_kept_and_resolve_vertices() {
+    const SORT: &str = "[35]:Sort(orderBy=[revenue DESC])";
+    const SORT_ID: &str = "23149c2f4012e830eebb47b5587a5f2f";
+    let q5 = fixture("flink-plans/tpch-q5.plan.json");
+    let out = conflux(&["inspect", &q5, "--format", "json"]);
+    assert!(out.status.success(), "{out:?}");
+    let report = json_of(&out);
+    let sort = report["job_graph"]["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == SORT_ID)
+        .expect("the sort vertex");
+    assert_eq!(sort["name"], SORT);
+    assert_eq!(
+        sort["description"],
+        "[35]:Sort(orderBy=[revenue DESC])<br/>+- tpch_q5[36]: Writer<br/>"
+    );
+    let text = String::from_utf8_lossy(&conflux(&["inspect", &q5]).stdout).into_owned();
+    assert!(
+        text.contains(&format!("  {SORT_ID} \"{SORT}\"  parallelism 1,")),
+        "{text}"
+    );
+    let stats = String::from_utf8_lossy(&conflux(&["plan", "stats", &q5]).stdout).into_owned();
+    assert!(
+        stats.contains(&format!("-> {SORT_ID} \"{SORT}\" GLOBAL")),
+        "{stats}"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let edited = dir.path().join("q5.json").display().to_string();
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--set-parallelism",
+        &format!("{SORT}=2"),
+        "--edit",
+        &format!(r#"{{"kind": "add_tap", "vertex": "{SORT}", "side": "input"}}"#),
+        "-o",
+        &edited,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let plan: serde_json::Value = serde_json::from_slice(&std::fs::read(&edited).unwrap()).unwrap();
+    let vertex = plan["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["id"] == SORT_ID)
+        .unwrap();
+    assert_eq!(
+        (vertex["name"].as_str(), vertex["parallelism"].as_u64()),
+        (Some(SORT), Some(2))
+    );
+    assert!(vertex["description"].as_str().unwrap().starts_with(SORT));
+    assert_eq!(
+        plan["vertices"].as_array().unwrap().len(),
+        12,
+        "the tap was added by name"
+    );
+
+    let shared = dir.path().join("shared.json");
+    std::fs::write(
+        &shared,
+        r#"{"job_type": "streaming", "vertices": [
+            {"id": "a", "name": "Map", "parallelism": 2},
+            {"id": "b", "name": "Map", "parallelism": 2}]}"#,
+    )
+    .unwrap();
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &shared.display().to_string(),
+        "--set-parallelism",
+        "Map=3",
+        "-o",
+        &dir.path().join("x.json").display().to_string(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: vertex name 'Map' is ambiguous: vertices a, b have it; name one by id"
+    );
+}
+
+/// `plan compat` of two Flink plans without state information says UNKNOWN and exits 0;
+/// `--fail-on unknown` exits 3 after the report, `--fail-on incompatible` does not; a known
+/// incompatibility exits 3 with either.
+#[test]
+fn compat_fail_on_exits_3_at_the_threshold() {
+    let (q5, q20) = (
+        fixture("flink-plans/nexmark-q5.plan.json"),
+        fixture("flink-plans/nexmark-q20.plan.json"),
+    );
+    let out = conflux(&["plan", "compat", &q5, &q20]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.starts_with("verdict UNKNOWN\n"), "{text}");
+    assert!(!text.contains("has no state"), "{text}");
+    assert!(
+        text.contains("(vertex 337adade1e207453ed3502e01d75fd03 \"[7]:GlobalWindowAggregate("),
+        "findings name vertices by id and Flink name: {text}"
+    );
+    let diff = conflux(&["plan", "diff", &q5, &q20]);
+    assert!(String::from_utf8_lossy(&diff.stdout)
+        .contains("- vertex 414804e8911fd1feb927e51d6977268a \"[12]:GlobalWindowAggregate("));
+    let out = conflux(&[
+        "plan",
+        "compat",
+        &q5,
+        &q20,
+        "--fail-on",
+        "unknown",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(3), "{out:?}");
+    assert_eq!(json_of(&out)["verdict"], "UNKNOWN", "the report is printed");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim(),
+        "error: verdict UNKNOWN is at least UNKNOWN (--fail-on)"
+    );
+    let out = conflux(&["plan", "compat", &q5, &q20, "--fail-on", "incompatible"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let old = write(
+        "old.json",
+        r#"{"job_type": "streaming", "vertices": [{"id": "agg", "parallelism": 2,
+            "operators": [{"uid": "agg", "name": "agg", "state": [{"name": "s", "kind": "value", "key_type": "K"}]}]}]}"#,
+    );
+    let new = write(
+        "new.json",
+        r#"{"job_type": "streaming", "vertices": [{"id": "other", "parallelism": 2, "operators": [{"name": "map"}]}]}"#,
+    );
+    for level in ["incompatible", "unknown"] {
+        let out = conflux(&["plan", "compat", &old, &new, "--fail-on", level]);
+        assert_eq!(out.status.code(), Some(3), "{level}: {out:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("verdict INCOMPATIBLE\n"));
+    }
+    let out = conflux(&["plan", "compat", &old, &new, "--fail-on", "sometimes"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+}
+
+/// `plan edit --emit flink-overrides` prints the value of Flink's
+/// `pipeline.jobvertex-parallelism-overrides`; other edits and plans without JobVertexIDs are
+/// refused naming them (exit 2).
+#[test]
+fn edit_emits_flink_parallelism_overrides() {
+    let q5 = fixture("flink-plans/tpch-q5.plan.json");
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--emit",
+        "flink-overrides",
+        "--set-parallelism",
+        "[35]:Sort(orderBy=[revenue DESC])=2",
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "23149c2f4012e830eebb47b5587a5f2f:2,a0ee7b14d617ba4d8109c408f52753c7:4\n"
+    );
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--emit",
+        "flink-overrides",
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+        "--format",
+        "json",
+    ]);
+    let v = json_of(&out);
+    assert_eq!(v["key"], "pipeline.jobvertex-parallelism-overrides");
+    assert_eq!(v["value"], "a0ee7b14d617ba4d8109c408f52753c7:4");
+    assert_eq!(v["overrides"][0]["parallelism"], 4);
+    assert!(v["overrides"][0]["name"]
+        .as_str()
+        .unwrap()
+        .starts_with("[33]:HashAggregate("));
+
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--emit",
+        "flink-overrides",
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+        "--set-partitioner",
+        "0=RESCALE",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "set_partitioner on edge 0 cannot be expressed: the option sets parallelism only"
+    ));
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &fixture("jobs/wordcount-10k-blocking.json"),
+        "--emit",
+        "flink-overrides",
+        "--set-parallelism",
+        "count=5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("vertex 'count' has no Flink JobVertexID (32 hex digits)"));
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--emit",
+        "flink-overrides",
+        "--parallelism",
+        "3",
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    // Without --emit, --output stays required.
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &q5,
+        "--set-parallelism",
+        "a0ee7b14d617ba4d8109c408f52753c7=4",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+/// `plan rescale`: the 4 -> 3 worked example of 128 key groups in text and JSON, a vertex by
+/// name, and the refusal above the max parallelism (exit 2).
+#[test]
+fn rescale_shows_key_groups_per_subtask() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("agg.json");
+    std::fs::write(
+        &path,
+        r#"{"job_type": "streaming", "vertices": [{"id": "agg", "name": "count per user", "parallelism": 4,
+            "operators": [{"uid": "agg", "name": "count", "state": [{"name": "acc", "kind": "value", "key_type": "STRING"}]}]}]}"#,
+    )
+    .unwrap();
+    let file = path.display().to_string();
+    let out = conflux(&[
+        "plan",
+        "rescale",
+        &file,
+        "--vertex",
+        "count per user",
+        "--parallelism",
+        "3",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "vertex agg \"count per user\": parallelism 4 -> 3, 128 key groups (max parallelism, \
+         Flink's default for the old parallelism); keyed state: yes\n\
+         old subtasks\n  0: key groups 0-31 (32)\n  1: key groups 32-63 (32)\n  \
+         2: key groups 64-95 (32)\n  3: key groups 96-127 (32)\n\
+         new subtasks\n  0: key groups 0-42 (43), reads old 0 [0-31 (32)], old 1 [32-42 (11)]\n  \
+         1: key groups 43-85 (43), reads old 1 [43-63 (21)], old 2 [64-85 (22)]\n  \
+         2: key groups 86-127 (42), reads old 2 [86-95 (10)], old 3 [96-127 (32)]\n\
+         moves 65 of 128 key groups (50.8% of the state)\n"
+    );
+    let out = conflux(&[
+        "plan",
+        "rescale",
+        &file,
+        "--vertex",
+        "agg",
+        "--parallelism",
+        "8",
+        "--format",
+        "json",
+    ]);
+    let v = json_of(&out);
+    assert_eq!(
+        (v["moved_key_groups"].as_u64(), v["moved_share"].as_f64()),
+        (Some(112), Some(0.875))
+    );
+    assert_eq!(v["new_subtasks"].as_array().unwrap().len(), 8);
+    let out = conflux(&[
+        "plan",
+        "rescale",
+        &file,
+        "--vertex",
+        "agg",
+        "--parallelism",
+        "200",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("parallelism 200 is above the max parallelism 128 its state was written with"));
+    let out = conflux(&[
+        "plan",
+        "rescale",
+        &file,
+        "--vertex",
+        "agg",
+        "--parallelism",
+        "2",
+        "--max-parallelism",
+        "256",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
 }

@@ -563,3 +563,37 @@ fn flink_plans_import_identically_in_the_rest_wrapper() {
         assert_eq!(a, b, "{name}: wrapped plan imports differently");
     }
 }
+
+/// Every imported vertex keeps its node's `description` verbatim and is named by the head
+/// operator (the description's first line, as Flink wrote it); in TPC-H q5 the sort resolves by
+/// that name as well as by its id.
+#[test]
+fn flink_plans_keep_descriptions_and_name_vertices() {
+    let options = LoadOptions::default();
+    let mut problems = Vec::new();
+    for name in plan_names() {
+        let plan: Value = serde_json::from_slice(&plan_bytes(&name)).unwrap();
+        let graph = import(&name, &options);
+        for node in gt_array(&name, &plan, "nodes") {
+            let id = gt_str(&name, node, "id");
+            let description = gt_str(&name, node, "description");
+            let j = graph.vertex_index(id).unwrap();
+            let first_line = description.split("<br/>").next().unwrap();
+            if graph.vertex_description(j) != Some(description)
+                || graph.vertex_name(j) != Some(first_line)
+            {
+                problems.push(format!("{name} {id}: {:?}", graph.vertex_name(j)));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    let q5 = import("tpch-q5", &options);
+    let sort = q5
+        .resolve_vertex("[35]:Sort(orderBy=[revenue DESC])")
+        .expect("the sort resolves by name");
+    assert_eq!(
+        q5.vertex_description(sort),
+        Some("[35]:Sort(orderBy=[revenue DESC])<br/>+- tpch_q5[36]: Writer<br/>")
+    );
+    assert_eq!(q5.resolve_vertex(q5.vertex_id(sort)), Ok(sort));
+}

@@ -191,6 +191,60 @@ fn defaults_and_round_trip() {
     assert_eq!(again, g);
 }
 
+/// Names and descriptions are kept by both readers, written back, and resolve a vertex as well
+/// as its id: an id wins, a unique name works, a shared name is an error naming both ids.
+#[test]
+fn names_and_descriptions_are_kept_and_resolve_vertices() {
+    let text = br#"{"job_type":"streaming","vertices":[
+        {"id":"s","name":"Source: bids","description":"Source: bids<br/>+- Map<br/>","parallelism":2},
+        {"id":"m1","name":"Map","parallelism":2},
+        {"id":"m2","name":"Map","parallelism":2},
+        {"id":"k","name":"s","parallelism":1}],
+        "edges":[{"source":"s","target":"m1","distribution_pattern":"pointwise","result_partition_type":"pipelined"},
+                 {"source":"s","target":"m2","distribution_pattern":"pointwise","result_partition_type":"pipelined"},
+                 {"source":"m1","target":"k","distribution_pattern":"all_to_all","result_partition_type":"pipelined"}]}"#;
+    let g = load::load(text, &LoadOptions::default()).expect("valid");
+    assert_loads_as_reference(text, &LoadOptions::default());
+    let s = g.vertex_index("s").unwrap();
+    assert_eq!(g.vertex_name(s), Some("Source: bids"));
+    assert_eq!(
+        g.vertex_description(s),
+        Some("Source: bids<br/>+- Map<br/>")
+    );
+    let k = g.vertex_index("k").unwrap();
+    assert_eq!(
+        (g.vertex_name(k), g.vertex_description(k)),
+        (Some("s"), None)
+    );
+    assert_eq!(g.resolve_vertex("Source: bids"), Ok(s));
+    assert_eq!(g.resolve_vertex("s"), Ok(s), "an id wins over a name");
+    assert_eq!(g.resolve_vertex("k"), Ok(k));
+    let ambiguous = GraphError::AmbiguousVertexName {
+        name: "Map".to_owned(),
+        candidates: vec!["m1".to_owned(), "m2".to_owned()],
+    };
+    assert_eq!(g.resolve_vertex("Map"), Err(ambiguous.clone()));
+    assert_eq!(
+        ambiguous.to_string(),
+        "vertex name 'Map' is ambiguous: vertices m1, m2 have it; name one by id"
+    );
+    assert_eq!(
+        g.resolve_vertex("map"),
+        Err(GraphError::UnknownVertexRef("map".to_owned()))
+    );
+    let json = g.to_json();
+    assert_eq!(json.vertices[0].name.as_deref(), Some("Source: bids"));
+    assert_eq!(json.resolve_vertex("Source: bids"), Ok(0));
+    assert_eq!(json.resolve_vertex("Map"), Err(ambiguous));
+    assert_eq!(JobGraph::from_json(&json).expect("round trip"), g);
+    let written = json.to_json_pretty();
+    assert!(
+        written.contains(r#""description": "Source: bids<br/>+- Map<br/>""#),
+        "{written}"
+    );
+    assert!(!written.contains(r#""description": null"#), "{written}");
+}
+
 #[test]
 fn default_max_parallelism_follows_flink_without_its_cap() {
     use conflux_graph::default_max_parallelism as m;
@@ -259,6 +313,10 @@ fn streaming_reader_matches_the_reference_reader() {
         format!(r#"{{"job_type":"batch","vertices":[{v}],}}"#),
         r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"slot_sharing_group":null,"co_location_group":"c","operators":[{"name":"o"}]}]}"#.to_owned(),
         r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"operators":[{"name":"o","colour":1}]}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","name":"Map \u00e9","description":"x<br/>y","parallelism":2},{"id":"b","name":null,"parallelism":1}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"name":"n","name":"m"}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"description":3}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[["a","n","d",2]]}"#.to_owned(),
         "17".to_owned(),
         "null".to_owned(),
     ];
@@ -287,6 +345,8 @@ fn json_fragment() -> impl Strategy<Value = String> {
         Just(r#""vertices""#.to_owned()),
         Just(r#""edges""#.to_owned()),
         Just(r#""id""#.to_owned()),
+        Just(r#""name""#.to_owned()),
+        Just(r#""description""#.to_owned()),
         Just(r#""a""#.to_owned()),
         Just(r#""b""#.to_owned()),
         Just(r#""parallelism""#.to_owned()),

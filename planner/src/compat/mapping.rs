@@ -15,8 +15,11 @@ use crate::error::PlanError;
 pub(super) struct Op {
     /// Who it is.
     pub(super) r: OperatorRef,
-    /// Its states.
+    /// Its states (empty when unknown).
     pub(super) states: Vec<StateJson>,
+    /// Whether the plan says what state it has: false for a vertex without an operator list
+    /// (every vertex of an imported Flink JSON plan), whose state cannot be seen.
+    pub(super) state_known: bool,
     /// Head of its vertex: its inputs are the vertex's inputs.
     pub(super) head: bool,
     /// The vertex's input ship strategies as the plan writes them (for heads).
@@ -28,17 +31,32 @@ pub(super) struct Op {
 }
 
 impl Op {
-    /// `'name' (uid u, vertex v)`, for findings.
+    /// `'name' (uid u, vertex v)`, for findings; the vertex's name follows its id in quotes
+    /// when it has one (`vertex v "Flink name"`).
     pub(super) fn label(&self) -> String {
+        let vertex = match &self.r.vertex_name {
+            Some(n) => format!("{} \"{n}\"", self.r.vertex),
+            None => self.r.vertex.clone(),
+        };
         match &self.r.uid {
-            Some(u) => format!("'{}' (uid {u}, vertex {})", self.r.name, self.r.vertex),
-            None => format!("'{}' (vertex {})", self.r.name, self.r.vertex),
+            Some(u) => format!("'{}' (uid {u}, vertex {vertex})", self.r.name),
+            None => format!("'{}' (vertex {vertex})", self.r.name),
         }
     }
 
     /// Whether any of its states is keyed.
     pub(super) fn has_keyed_state(&self) -> bool {
         self.states.iter().any(|s| s.key_type.is_some())
+    }
+
+    /// Whether it is known to have no state at all.
+    pub(super) fn known_stateless(&self) -> bool {
+        self.state_known && self.states.is_empty()
+    }
+
+    /// Whether it has keyed state, or may have (its state is unknown).
+    pub(super) fn may_have_keyed_state(&self) -> bool {
+        !self.state_known || self.has_keyed_state()
     }
 }
 
@@ -86,6 +104,7 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
     let mut out = Vec::new();
     for (vi, j) in job.vertex_indices().enumerate() {
         let (v, id, operators) = (job.vertex(j), job.vertex_id(j), job.operators(j));
+        let vertex_name = job.vertex_name(j).map(str::to_owned);
         let inputs: Vec<Option<String>> = job
             .inputs(j)
             .iter()
@@ -96,12 +115,14 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
             out.push(Op {
                 r: OperatorRef {
                     vertex: id.to_owned(),
+                    vertex_name: vertex_name.clone(),
                     position: 0,
                     name: id.to_owned(),
                     uid: None,
                     id: format!("vertex:{id}"),
                 },
                 states: Vec::new(),
+                state_known: false,
                 head: true,
                 inputs,
                 parallelism: v.parallelism,
@@ -113,6 +134,7 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
             out.push(Op {
                 r: OperatorRef {
                     vertex: id.to_owned(),
+                    vertex_name: vertex_name.clone(),
                     position: k,
                     name: o.name.clone(),
                     uid: o.uid.clone(),
@@ -122,6 +144,7 @@ pub(super) fn ops_of_job(json: &JobGraphJson) -> Result<Vec<Op>, PlanError> {
                     },
                 },
                 states: o.state.clone(),
+                state_known: true,
                 head: k == 0,
                 inputs: if k == 0 { inputs.clone() } else { Vec::new() },
                 parallelism: v.parallelism,
@@ -143,6 +166,7 @@ pub(super) fn ops_of_compiled(plan: &CompiledPlan) -> Vec<Op> {
             Op {
                 r: OperatorRef {
                     vertex: o.id.to_string(),
+                    vertex_name: None,
                     position: 0,
                     name: o.kind.clone(),
                     uid: Some(uid.clone()),
@@ -159,6 +183,7 @@ pub(super) fn ops_of_compiled(plan: &CompiledPlan) -> Vec<Op> {
                         ttl_ms: (s.ttl_ms > 0).then_some(s.ttl_ms),
                     })
                     .collect(),
+                state_known: true,
                 head: false,
                 inputs: Vec::new(),
                 parallelism: 1,

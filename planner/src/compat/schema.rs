@@ -8,7 +8,23 @@ use super::verdict::{LayerKind, RowNotes, Verdict};
 
 /// Compares the states of an old operator and its partner by name: dropped, new and changed
 /// states. O(states^2) per operator.
+/// `UNKNOWN` when either side's state is unknown (the plan carries no state information).
 pub(super) fn check_states(o: &Op, n: &Op, notes: &mut RowNotes<'_>) {
+    if !o.state_known || !n.state_known {
+        let side = match (o.state_known, n.state_known) {
+            (false, false) => "neither plan carries state information",
+            (false, true) => "the old plan carries no state information",
+            _ => "the new plan carries no state information",
+        };
+        notes.note(
+            LayerKind::StateSchema,
+            Verdict::Unknown,
+            format!(
+                "state unknown ({side}): its state names, kinds, types and TTL cannot be compared"
+            ),
+        );
+        return;
+    }
     for s in &o.states {
         match n.states.iter().find(|t| t.name == s.name) {
             Some(t) => compare_state(s, t, notes),

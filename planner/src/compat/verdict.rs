@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-/// The verdict of the analysis, worst last.
+/// The verdict of the analysis, worst last: `COMPATIBLE_AS_IS` < `COMPATIBLE_AFTER_RENAME` <
+/// `COMPATIBLE_AFTER_MIGRATION` < `UNKNOWN` < `INCOMPATIBLE` (the derived order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Verdict {
@@ -16,18 +17,24 @@ pub enum Verdict {
     CompatibleAfterRename,
     /// The state restores after a migration (read with the old serializer, rewritten).
     CompatibleAfterMigration,
+    /// Cannot be checked: a plan carries no state information (a vertex without an operator
+    /// list, e.g. every vertex of a Flink JSON plan), so whether the restore works depends on
+    /// state the analysis cannot see. Worse than every compatible verdict, since it may hide an
+    /// incompatibility; better than a known incompatibility.
+    Unknown,
     /// The state cannot be restored.
     Incompatible,
 }
 
 impl Verdict {
-    /// `COMPATIBLE_AS_IS`, `COMPATIBLE_AFTER_RENAME`, `COMPATIBLE_AFTER_MIGRATION` or
-    /// `INCOMPATIBLE`.
+    /// `COMPATIBLE_AS_IS`, `COMPATIBLE_AFTER_RENAME`, `COMPATIBLE_AFTER_MIGRATION`, `UNKNOWN`
+    /// or `INCOMPATIBLE`.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::CompatibleAsIs => "COMPATIBLE_AS_IS",
             Verdict::CompatibleAfterRename => "COMPATIBLE_AFTER_RENAME",
             Verdict::CompatibleAfterMigration => "COMPATIBLE_AFTER_MIGRATION",
+            Verdict::Unknown => "UNKNOWN",
             Verdict::Incompatible => "INCOMPATIBLE",
         }
     }
@@ -85,6 +92,9 @@ pub(super) enum LayerKind {
 pub struct OperatorRef {
     /// Its vertex.
     pub vertex: String,
+    /// Its vertex's name (Flink's for an imported plan), if it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vertex_name: Option<String>,
     /// Its position in the vertex's chain.
     pub position: usize,
     /// Its name.

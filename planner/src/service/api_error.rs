@@ -51,6 +51,7 @@ impl From<PlanError> for ApiError {
             | PlanError::UnknownOperator { .. }
             | PlanError::UnknownState { .. } => (StatusCode::NOT_FOUND, "unknown_item"),
             PlanError::UnknownVersion { .. } => (StatusCode::NOT_FOUND, "unknown_version"),
+            PlanError::AmbiguousVertex { .. } => (StatusCode::BAD_REQUEST, "ambiguous_vertex"),
             PlanError::Refused { .. } => (StatusCode::CONFLICT, "edit_refused"),
             PlanError::CompiledPlan(_) | PlanError::DuplicateKey { .. } => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "invalid_compiled_plan")

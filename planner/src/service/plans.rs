@@ -13,7 +13,7 @@ use conflux_graph::load::{self, LoadOptions};
 use serde_json::{json, Value};
 
 use super::api_error::{bytes_response, json_response, to_bytes, ApiError, ApiResult};
-use super::query::{EditQuery, LoadQuery, RangeQuery};
+use super::query::{EditQuery, LoadQuery, RangeQuery, RescaleQuery};
 use super::state::{release, AppState};
 use super::store::plan_heap_bytes;
 use crate::compat::{self, CompatOptions};
@@ -217,6 +217,31 @@ pub(super) async fn compat_versions(
         .compute("the compatibility analysis", move || {
             let report = compat::analyze(&old, &new, &options)?;
             to_bytes(&json!({ "from": from, "to": to, "report": report }))
+        })
+        .await??;
+    Ok(bytes_response(StatusCode::OK, body))
+}
+
+/// `GET /plans/{id}/rescale?vertex=v&parallelism=p[&max_parallelism=m&version=n]`: the key
+/// groups of the vertex (by id or unique name) before and after, as [`crate::rescale::rescale`]
+/// computes them.
+pub(super) async fn rescale_vertex(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    query: Result<Query<RescaleQuery>, QueryRejection>,
+) -> ApiResult {
+    let Query(query) = query?;
+    let parts = query.parts()?;
+    let (vertex, parallelism, max, version) = (
+        parts.vertex.to_owned(),
+        parts.parallelism,
+        parts.max_parallelism,
+        parts.version,
+    );
+    let (_, plan) = state.store().version(&id, version)?;
+    let body = state
+        .compute("the rescale", move || {
+            to_bytes(&crate::rescale::rescale(&plan, &vertex, parallelism, max)?)
         })
         .await??;
     Ok(bytes_response(StatusCode::OK, body))

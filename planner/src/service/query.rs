@@ -110,6 +110,45 @@ impl TtlQuery {
     }
 }
 
+/// `?vertex=v&parallelism=p&max_parallelism=m&version=n` of `GET /plans/{id}/rescale`.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct RescaleQuery {
+    vertex: Option<String>,
+    parallelism: Option<String>,
+    max_parallelism: Option<String>,
+    version: Option<String>,
+}
+
+/// A rescale request as read from [`RescaleQuery`].
+pub(super) struct RescaleParts<'a> {
+    pub(super) vertex: &'a str,
+    pub(super) parallelism: u32,
+    pub(super) max_parallelism: Option<u64>,
+    pub(super) version: Option<u32>,
+}
+
+impl RescaleQuery {
+    /// The request: `vertex` and `parallelism` required.
+    pub(super) fn parts(&self) -> Result<RescaleParts<'_>, ApiError> {
+        let missing = |key: &str| {
+            ApiError::bad_query(format!(
+                "query parameter '{key}' is missing (vertex, parallelism)"
+            ))
+        };
+        let vertex = self.vertex.as_deref().ok_or_else(|| missing("vertex"))?;
+        let parallelism = whole_number("parallelism", self.parallelism.as_deref())?
+            .ok_or_else(|| missing("parallelism"))?;
+        let max = whole_number("max_parallelism", self.max_parallelism.as_deref())?;
+        let version = whole_number("version", self.version.as_deref())?;
+        Ok(RescaleParts {
+            vertex,
+            parallelism,
+            max_parallelism: max.map(u64::from),
+            version,
+        })
+    }
+}
+
 /// A required parameter.
 fn required<'a>(key: &str, value: &'a Option<String>) -> Result<&'a str, ApiError> {
     value.as_deref().ok_or_else(|| {

@@ -276,6 +276,8 @@ fn text(s: &Option<String>) -> usize {
 
 fn vertex_heap_bytes(v: &JobVertexJson) -> usize {
     v.id.capacity()
+        + text(&v.name)
+        + text(&v.description)
         + text(&v.slot_sharing_group)
         + text(&v.co_location_group)
         + v.operators.capacity() * size_of::<OperatorJson>()

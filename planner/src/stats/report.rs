@@ -76,6 +76,12 @@ pub struct EdgeStats {
     pub source: String,
     /// Consuming vertex.
     pub target: String,
+    /// The producing vertex's name (its `name` field, Flink's for an imported plan), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_name: Option<String>,
+    /// The consuming vertex's name, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_name: Option<String>,
     /// The partitioner, when the plan names it.
     pub ship_strategy: Option<String>,
     /// `pointwise` or `all_to_all`.

@@ -1,7 +1,7 @@
 //! State-compatibility pre-analysis: each verdict on small plans.
 
 use conflux_graph::json::JobGraphJson;
-use conflux_planner::compat::{analyze_compiled, MatchedBy};
+use conflux_planner::compat::{analyze_compiled, MatchedBy, OperatorMapping};
 use conflux_planner::{analyze, CompatOptions, CompiledPlan, Verdict};
 
 use crate::{flink_fixture, plan};
@@ -124,7 +124,7 @@ fn two_aggregates_swapped_are_incompatible() {
         let (t1, t2) = (ty(first), ty(second));
         plan(&format!(
             r#"{{"job_type": "streaming", "vertices": [
-              {{"id": "src", "parallelism": 2}},
+              {{"id": "src", "parallelism": 2, "operators": [{{"name": "source"}}]}},
               {{"id": "a1", "parallelism": 2, "operators": [{{"name": "{first}", "state": [{{"name": "{first}", "kind": "value", "key_type": "STRING", "value_type": "{t1}"}}]}}]}},
               {{"id": "a2", "parallelism": 2, "operators": [{{"name": "{second}", "state": [{{"name": "{second}", "kind": "value", "key_type": "STRING", "value_type": "{t2}"}}]}}]}}],
              "edges": [
@@ -237,14 +237,18 @@ fn removed_state_ttl_keys_and_renames() {
 
 #[test]
 fn flink_plans_and_compiled_plans() {
-    // Flink plans carry no operator lists: vertices (JobVertexIDs) map by id.
+    // Flink plans carry no operator lists: vertices (JobVertexIDs) map by id; the topology
+    // checks out, but their state cannot be seen, so the state schema is UNKNOWN.
     let p = crate::load_fixture(&flink_fixture("nexmark-q4.plan.json"), None);
     let mut scaled = p.clone();
     for v in &mut scaled.vertices {
         v.parallelism = 16;
     }
     let report = analyze(&p, &scaled, &CompatOptions::default()).expect("analysis");
-    assert_eq!(report.verdict, Verdict::CompatibleAsIs);
+    assert_eq!(report.verdict, Verdict::Unknown);
+    assert_eq!(report.topology.verdict, Verdict::CompatibleAsIs);
+    assert_eq!(report.business_logic.verdict, Verdict::CompatibleAsIs);
+    assert_eq!(report.state_schema.verdict, Verdict::Unknown);
     assert!(report
         .operators
         .iter()
@@ -269,4 +273,67 @@ fn flink_plans_and_compiled_plans() {
         analyze_compiled(&c, &d, &CompatOptions::default()).verdict,
         Verdict::CompatibleAsIs
     );
+}
+
+/// Two Flink JSON plans of unrelated queries carry no state information: the verdict is
+/// UNKNOWN, not COMPATIBLE_AS_IS, and no removed operator is said to have no state.
+#[test]
+fn flink_plans_without_state_information_are_unknown() {
+    let q5 = crate::load_fixture(&flink_fixture("nexmark-q5.plan.json"), None);
+    let q20 = crate::load_fixture(&flink_fixture("nexmark-q20.plan.json"), None);
+    let report = analyze(&q5, &q20, &CompatOptions::default()).expect("analysis");
+    assert_eq!(report.verdict, Verdict::Unknown, "{report:#?}");
+    assert_eq!(report.topology.verdict, Verdict::Unknown);
+    assert_eq!(report.state_schema.verdict, Verdict::Unknown);
+    assert_eq!(report.business_logic.verdict, Verdict::CompatibleAsIs);
+    assert_eq!(
+        report.topology.findings[0],
+        "4 old and 3 new operators, 1 paired"
+    );
+    let removed: Vec<&OperatorMapping> = report
+        .operators
+        .iter()
+        .filter(|o| o.new.is_none())
+        .collect();
+    assert_eq!(removed.len(), 3);
+    for o in &removed {
+        assert_eq!(o.verdict, Verdict::Unknown);
+        let old = o.old.as_ref().expect("old");
+        assert!(old
+            .vertex_name
+            .as_deref()
+            .is_some_and(|n| n.starts_with('[')));
+        assert!(
+            o.reasons[0].starts_with("removed; whether it has state is unknown"),
+            "{:?}",
+            o.reasons
+        );
+    }
+    let everything = serde_json::to_string(&report).expect("json");
+    assert!(!everything.contains("has no state"), "{everything}");
+    assert!(everything.contains(r#""verdict":"UNKNOWN""#));
+
+    // Non-restored state allowed: the removals are fine whatever state they had, but the state
+    // of the one paired vertex still cannot be compared.
+    let allow = CompatOptions {
+        allow_non_restored_state: true,
+        ..CompatOptions::default()
+    };
+    let report = analyze(&q5, &q20, &allow).expect("analysis");
+    assert_eq!(report.topology.verdict, Verdict::CompatibleAsIs);
+    assert_eq!(report.verdict, Verdict::Unknown);
+
+    // A known incompatibility stays the verdict: UNKNOWN ranks below INCOMPATIBLE.
+    assert!(Verdict::CompatibleAfterMigration < Verdict::Unknown);
+    assert!(Verdict::Unknown < Verdict::Incompatible);
+    let mut known = agg_job(true, 4, ACC, false);
+    known.vertices[0].operators.clear(); // the source's state is unknown on both sides
+    let mut mixed = known.clone();
+    mixed.vertices.retain(|v| v.id != "agg");
+    mixed
+        .edges
+        .retain(|e| e.source != "agg" && e.target != "agg");
+    let report = analyze(&known, &mixed, &CompatOptions::default()).expect("analysis");
+    assert_eq!(report.verdict, Verdict::Incompatible, "{report:#?}");
+    assert_eq!(report.state_schema.verdict, Verdict::Unknown);
 }

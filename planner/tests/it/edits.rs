@@ -297,3 +297,73 @@ fn edits_read_and_write_json() {
     );
     assert!(serde_json::from_str::<Edit>(r#"{"kind": "chain", "edge": 3, "extra": 1}"#).is_err());
 }
+
+/// Parallelism edits of a Flink plan as Flink's `pipeline.jobvertex-parallelism-overrides`:
+/// vertices by JobVertexID in plan order with their last value, named by id or Flink name;
+/// other edits and vertices without a JobVertexID are refused naming them.
+#[test]
+fn parallelism_edits_become_flink_overrides() {
+    use conflux_planner::{
+        edit::is_flink_vertex_id, flink_parallelism_overrides, FLINK_PARALLELISM_OVERRIDES,
+    };
+    let q5 = crate::load_fixture(&crate::flink_fixture("tpch-q5.plan.json"), None);
+    let set = |vertex: &str, parallelism| Edit::SetParallelism {
+        vertex: vertex.to_owned(),
+        parallelism,
+    };
+    let edits = [
+        set("a0ee7b14d617ba4d8109c408f52753c7", 4),
+        set("[35]:Sort(orderBy=[revenue DESC])", 2),
+        set("a0ee7b14d617ba4d8109c408f52753c7", 6),
+    ];
+    let o = flink_parallelism_overrides(&q5, &edits).expect("overrides");
+    assert_eq!(
+        o.overrides,
+        [
+            ("23149c2f4012e830eebb47b5587a5f2f".to_owned(), 2),
+            ("a0ee7b14d617ba4d8109c408f52753c7".to_owned(), 6)
+        ]
+    );
+    assert_eq!(
+        o.value(),
+        "23149c2f4012e830eebb47b5587a5f2f:2,a0ee7b14d617ba4d8109c408f52753c7:6"
+    );
+    assert_eq!(
+        FLINK_PARALLELISM_OVERRIDES,
+        "pipeline.jobvertex-parallelism-overrides"
+    );
+
+    let mixed = [
+        set("a0ee7b14d617ba4d8109c408f52753c7", 4),
+        Edit::SetPartitioner {
+            edge: EdgeRef::Index(0),
+            partitioner: "RESCALE".into(),
+        },
+        Edit::Chain {
+            edge: EdgeRef::Index(3),
+        },
+    ];
+    assert_eq!(
+        flink_parallelism_overrides(&q5, &mixed)
+            .unwrap_err()
+            .to_string(),
+        "emitting pipeline.jobvertex-parallelism-overrides refused: set_partitioner on edge 0, \
+         chain on edge 3 cannot be expressed: the option sets parallelism only"
+    );
+    assert_eq!(
+        flink_parallelism_overrides(&job(), &[set("map", 3), set("agg", 3)])
+            .unwrap_err()
+            .to_string(),
+        "emitting pipeline.jobvertex-parallelism-overrides refused: vertices 'map', 'agg' have \
+         no Flink JobVertexID (32 hex digits); the option names vertices by it, so the plan \
+         must be Flink's JSON plan or an edit of one"
+    );
+    // Each edit is still validated: above the max parallelism is refused as by `apply`.
+    let e = flink_parallelism_overrides(&q5, &[set("a0ee7b14d617ba4d8109c408f52753c7", 200)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("parallelism 200 is above"), "{e}");
+    assert!(is_flink_vertex_id("23149c2f4012e830eebb47b5587a5f2f"));
+    assert!(!is_flink_vertex_id("23149c2f4012e830eebb47b5587a5f2"));
+    assert!(!is_flink_vertex_id("23149c2f4012e830eebb47b5587a5f2g"));
+}

@@ -3,6 +3,7 @@
 mod compat;
 mod compiled;
 mod edits;
+mod rescale;
 mod service;
 mod stats;
 

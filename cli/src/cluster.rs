@@ -197,16 +197,7 @@ pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
     let runtime = tokio_runtime()?;
     let report = runtime.block_on(local::run(args))?;
     render::print_report(&report, args.format)?;
-    if report.status == "FAILED" {
-        return Err(Failure::Reported(anyhow::anyhow!(
-            "the job failed: {}",
-            report
-                .failure_reason
-                .as_deref()
-                .unwrap_or("no reason given")
-        )));
-    }
-    Ok(())
+    failed_if_failed(&report)
 }
 
 /// `MIN..MAX` or one value, ms.

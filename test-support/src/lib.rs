@@ -7,9 +7,13 @@
 //!   regions).
 //! - [`reference`](mod@reference): the naive explicit-edge reference of the execution graph and region
 //!   failover, and the seeded small job graphs the scheduler and simulator tests draw.
+//! - [`CountingAllocator`]: a global allocator counting live and peak heap bytes, for benches
+//!   and memory tests.
 
+mod counting_alloc;
 pub mod job_graphs;
 pub mod reference;
 mod s3s_fs;
 
+pub use counting_alloc::CountingAllocator;
 pub use s3s_fs::{S3sFs, S3S_FS_ACCESS_KEY, S3S_FS_SECRET_KEY};

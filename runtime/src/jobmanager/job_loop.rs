@@ -230,14 +230,7 @@ impl JobRun<'_> {
 
     fn drive(&mut self, events: &Receiver<LoopEvent>) {
         loop {
-            while let Some(pending) = self.queue.pop_front() {
-                let event = match pending {
-                    Pending::Event(event) => event,
-                    Pending::Message(message) => match self.translate(message) {
-                        Some(event) => event,
-                        None => continue,
-                    },
-                };
+            while let Some(event) = self.next_event() {
                 let now = self.now_ms();
                 let call = Instant::now();
                 let result = self.scheduler.handle(now, event.clone());
@@ -309,14 +302,7 @@ impl JobRun<'_> {
     }
 
     fn cancel_now(&mut self) {
-        while let Some(pending) = self.queue.pop_front() {
-            let event = match pending {
-                Pending::Event(event) => event,
-                Pending::Message(message) => match self.translate(message) {
-                    Some(event) => event,
-                    None => continue,
-                },
-            };
+        while let Some(event) = self.next_event() {
             let now = self.now_ms();
             if let Ok(mut commands) = self.scheduler.handle(now, event) {
                 self.finish_owed_work(&mut commands);
@@ -370,6 +356,22 @@ impl JobRun<'_> {
 
     fn state_of(&self, attempt: ExecutionAttemptId) -> ExecutionState {
         self.scheduler.state(ExecutionVertexIndex(attempt.vertex))
+    }
+
+    /// The next event to handle: queued messages are translated now, against the scheduler's
+    /// current state; those that give none are skipped.
+    fn next_event(&mut self) -> Option<Event> {
+        while let Some(pending) = self.queue.pop_front() {
+            match pending {
+                Pending::Event(event) => return Some(event),
+                Pending::Message(message) => {
+                    if let Some(event) = self.translate(message) {
+                        return Some(event);
+                    }
+                }
+            }
+        }
+        None
     }
 
     fn push(&mut self, event: Event) {

@@ -36,6 +36,14 @@ pub enum Role {
     TaskManager(TaskManagerRegistration),
     /// A client submitting, listing or cancelling jobs (`conflux submit`, `list`, `cancel`).
     Client,
+    /// A registered TaskManager's heartbeat connection: heartbeat requests and answers only, so
+    /// that they never queue behind task messages on the main connection.
+    Heartbeat {
+        /// The id the JobManager gave it at registration.
+        task_manager: TaskManagerId,
+        /// Its process id, as registered.
+        pid: u32,
+    },
 }
 
 /// What a TaskManager tells the JobManager when it registers.

@@ -228,14 +228,25 @@ async fn session(
             .unwrap_or(welcome.heartbeat_timeout_ms)
             .max(1),
     );
+    let side = Arc::new(HeartbeatSide::default());
+    let heartbeats = tokio::spawn(heartbeat_connection(
+        config.clone(),
+        id,
+        Arc::clone(&ctx),
+        Arc::clone(&side),
+        timeout,
+    ));
     let mut frame = 1u64;
     let end = loop {
         let next = tokio::select! {
             next = next_frame(&mut stream, peer, frame, "heartbeat or task", timeout) => next,
+            () = side.lost.notified() => break SessionEnd::Lost(format!("no heartbeat request for {} ms", timeout.as_millis())),
             () = &mut shutdown => break SessionEnd::Shutdown,
         };
         let body = match next {
             Ok(body) => body,
+            // Heartbeats come on their own connection: a quiet main connection is fine.
+            Err(RpcError::Timeout { .. }) if side.alive.load(Ordering::Relaxed) => continue,
             Err(e) => break SessionEnd::Lost(e.to_string()),
         };
         let message: ToTaskManager = match decode(&body, peer, frame, "JobManager message") {
@@ -322,7 +333,77 @@ async fn session(
         .blob_fetches_before
         .fetch_add(blob_cache.stats().server_fetches, Ordering::Relaxed);
     writer.abort();
+    heartbeats.abort();
     end
+}
+
+/// The state of a session's heartbeat connection.
+#[derive(Default)]
+struct HeartbeatSide {
+    /// It is open and the JobManager asks in time.
+    alive: std::sync::atomic::AtomicBool,
+    /// Signalled when the JobManager stops asking (or the connection fails after it was open).
+    lost: tokio::sync::Notify,
+}
+
+/// Opens the heartbeat connection and answers every request on it at once. If it cannot be
+/// opened, heartbeats stay on the main connection (the JobManager sends them there until one is
+/// attached). Without a request for `timeout` the JobManager is lost.
+async fn heartbeat_connection(
+    config: TaskManagerConfig,
+    id: conflux_deploy::TaskManagerId,
+    ctx: Arc<SessionContext>,
+    side: Arc<HeartbeatSide>,
+    timeout: Duration,
+) {
+    let hello = Hello {
+        token: config.token.clone(),
+        role: Role::Heartbeat {
+            task_manager: id,
+            pid: std::process::id(),
+        },
+    };
+    let connect_timeout = Duration::from_millis(config.connect_timeout_ms);
+    let mut conn = match connect(
+        &config.jobmanager,
+        &hello,
+        crate::connection::MAX_HANDSHAKE_FRAME_BYTES,
+        connect_timeout,
+    )
+    .await
+    {
+        Ok((conn, _)) => conn,
+        Err(e) => {
+            tracing::info!("no heartbeat connection ({e}): heartbeats stay on the main connection");
+            return;
+        }
+    };
+    side.alive.store(true, Ordering::Relaxed);
+    let peer = config.jobmanager.as_str();
+    let mut frame = 1u64;
+    let reason = loop {
+        let body = match next_frame(&mut conn, peer, frame, "heartbeat request", timeout).await {
+            Ok(body) => body,
+            Err(e) => break e.to_string(),
+        };
+        match decode(&body, peer, frame, "heartbeat request") {
+            Ok(ToTaskManager::HeartbeatRequest { seq }) => {
+                let answer = ToJobManager::HeartbeatResponse {
+                    seq,
+                    stats: ctx.stats(),
+                };
+                if let Err(e) = conn.send(encode(&answer)).await {
+                    break e.to_string();
+                }
+            }
+            Ok(other) => break format!("{other:?} on the heartbeat connection"),
+            Err(e) => break e.to_string(),
+        }
+        frame += 1;
+    };
+    tracing::debug!("heartbeat connection ended: {reason}");
+    side.alive.store(false, Ordering::Relaxed);
+    side.lost.notify_one();
 }
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -79,6 +79,9 @@ pub(crate) struct Registered {
     pub(crate) closed: Arc<Notify>,
     last_answer: Instant,
     heartbeats_sent: HashMap<u64, Instant>,
+    /// The TaskManager's heartbeat connection, once it has opened one; until then heartbeats go
+    /// on the main connection, ahead of queued task messages.
+    heartbeat_channel: Option<(mpsc::UnboundedSender<Bytes>, Arc<Notify>)>,
 }
 
 /// What is remembered of every TaskManager that ever registered, for reports.
@@ -149,6 +152,7 @@ impl Registry {
                 closed,
                 last_answer: Instant::now(),
                 heartbeats_sent: HashMap::new(),
+                heartbeat_channel: None,
             },
         );
         state.records.insert(
@@ -173,6 +177,9 @@ impl Registry {
             return false;
         };
         entry.closed.notify_one();
+        if let Some((_, closed)) = &entry.heartbeat_channel {
+            closed.notify_one();
+        }
         state.counters.lost += 1;
         if reason == LossReason::HeartbeatTimeout {
             state.counters.heartbeat_timeouts += 1;
@@ -207,6 +214,33 @@ impl Registry {
         }
     }
 
+    /// Attaches a heartbeat connection to a registered TaskManager of that process. Returns
+    /// the receiver of the requests to write to it and the TaskManager's close signal, or `None`
+    /// when no such TaskManager is registered.
+    pub(crate) fn attach_heartbeat_channel(
+        &self,
+        id: TaskManagerId,
+        pid: u32,
+    ) -> Option<(mpsc::UnboundedReceiver<Bytes>, Arc<Notify>)> {
+        let mut state = self.lock();
+        if state.records.get(&id).map(|r| r.pid) != Some(pid) {
+            return None;
+        }
+        let entry = state.alive.get_mut(&id)?;
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let closed = Arc::new(Notify::new());
+        entry.heartbeat_channel = Some((sender, Arc::clone(&closed)));
+        Some((receiver, closed))
+    }
+
+    /// Whether a registered TaskManager has its heartbeat connection.
+    pub(crate) fn has_heartbeat_channel(&self, id: TaskManagerId) -> bool {
+        self.lock()
+            .alive
+            .get(&id)
+            .is_some_and(|e| e.heartbeat_channel.is_some())
+    }
+
     /// Records counters sent with a task state.
     pub(crate) fn update_stats(&self, id: TaskManagerId, stats: TaskManagerStats) {
         if let Some(record) = self.lock().records.get_mut(&id) {
@@ -231,10 +265,12 @@ impl Registry {
                 expired.push(*id);
                 continue;
             }
-            if entry
-                .outbox
-                .send_priority(&ToTaskManager::HeartbeatRequest { seq })
-            {
+            let request = ToTaskManager::HeartbeatRequest { seq };
+            let on_channel = entry
+                .heartbeat_channel
+                .as_ref()
+                .is_some_and(|(channel, _)| channel.send(encode(&request)).is_ok());
+            if on_channel || entry.outbox.send_priority(&request) {
                 entry.heartbeats_sent.insert(seq, now);
             }
         }

@@ -91,6 +91,20 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
         })
     };
     match role {
+        Role::Heartbeat { task_manager, pid } => {
+            let Some((requests, closed)) =
+                shared.registry.attach_heartbeat_channel(task_manager, pid)
+            else {
+                let reason = format!("{task_manager} (process {pid}) is not registered");
+                send_reply(&mut conn, &HandshakeReply::Refused(reason.clone())).await?;
+                return Err(RpcError::Refused {
+                    peer: peer.to_owned(),
+                    reason,
+                });
+            };
+            send_reply(&mut conn, &welcome(Some(task_manager))).await?;
+            serve_heartbeats(conn, peer, task_manager, requests, closed, shared).await
+        }
         Role::Client => {
             send_reply(&mut conn, &welcome(None)).await?;
             conn.codec_mut()
@@ -205,6 +219,8 @@ async fn serve_task_manager(
         };
         let body = match body {
             Ok(body) => body,
+            // Heartbeats on their own connection: a quiet main connection is fine.
+            Err(RpcError::Timeout { .. }) if shared.registry.has_heartbeat_channel(id) => continue,
             Err(e) => break Err(e),
         };
         let message: ToJobManager = match decode(&body, peer, frame, "TaskManager message") {
@@ -261,6 +277,58 @@ async fn serve_task_manager(
         writer.abort();
     }
     result
+}
+
+/// A TaskManager's heartbeat connection: requests out, answers in, nothing else. Its end does
+/// not make the TaskManager lost: the heartbeat timeout and the main connection decide that.
+async fn serve_heartbeats(
+    conn: FramedStream,
+    peer: &str,
+    id: TaskManagerId,
+    mut requests: tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
+    closed: Arc<tokio::sync::Notify>,
+    shared: &Arc<Shared>,
+) -> Result<(), RpcError> {
+    let (mut sink, mut stream) = conn.split();
+    let idle = Duration::from_millis(shared.config.heartbeat.timeout_ms.saturating_mul(2));
+    let faults = shared.config.rpc.faults;
+    let mut rng = SplitMix64::new(!faults.seed ^ u64::from(id.0).wrapping_mul(0x9e37_79b9));
+    let mut frame = 1u64;
+    loop {
+        tokio::select! {
+            request = requests.recv() => {
+                let Some(request) = request else { return Ok(()) };
+                // The injected faults apply to heartbeats as to every other message.
+                if faults.delay_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(faults.delay_ms)).await;
+                }
+                if faults.drop_rate > 0.0 && rng.chance(faults.drop_rate) {
+                    continue;
+                }
+                sink.send(request).await.map_err(|source| RpcError::Io {
+                    peer: peer.to_owned(),
+                    source,
+                })?;
+            }
+            body = next_frame(&mut stream, peer, frame, "heartbeat answer", idle) => {
+                match decode(&body?, peer, frame, "heartbeat answer")? {
+                    ToJobManager::HeartbeatResponse { seq, stats } => {
+                        shared.registry.heartbeat_answered(id, seq, stats);
+                    }
+                    other => {
+                        return Err(RpcError::Malformed {
+                            peer: peer.to_owned(),
+                            frame,
+                            expected: "heartbeat answer",
+                            reason: format!("{other:?} on the heartbeat connection"),
+                        })
+                    }
+                }
+                frame += 1;
+            }
+            () = closed.notified() => return Ok(()),
+        }
+    }
 }
 
 fn forward(shared: &Shared, event: LoopEvent) {

@@ -49,6 +49,21 @@ impl Drop for Children {
     }
 }
 
+/// The command starting a TaskManager child: under `nice -n 10` where `nice` exists, so that on
+/// one machine the TaskManagers (each on a host of its own in a real cluster) do not starve the
+/// JobManager's event loop and heartbeat tasks; `nice` execs the program, so the child's pid is
+/// the TaskManager's.
+fn taskmanager_command(exe: &std::path::Path) -> Command {
+    let nice = std::path::Path::new("/usr/bin/nice");
+    if nice.exists() {
+        let mut command = Command::new(nice);
+        command.arg("-n").arg("10").arg(exe);
+        command
+    } else {
+        Command::new(exe)
+    }
+}
+
 /// Slots per TaskManager: the job's slot demand spread evenly.
 fn default_slots(bytes: &[u8], args: &ClusterArgs) -> Result<u32, Failure> {
     let job = conflux_graph::load::load(bytes, &args.load.options())
@@ -108,7 +123,7 @@ async fn run_on(
         .context("finding the conflux executable")
         .map_err(Failure::Work)?;
     for i in 0..args.task_managers {
-        let child = Command::new(&exe)
+        let child = taskmanager_command(&exe)
             .arg("taskmanager")
             .arg("--jobmanager")
             .arg(jm.address().to_string())

@@ -269,3 +269,60 @@ pub async fn send_reply(conn: &mut FramedStream, reply: &HandshakeReply) -> Resu
         .await
         .map_err(|e| io_error(&peer, e))
 }
+
+/// The injected RPC faults of one outgoing stream: a delay before every message and seeded
+/// drops. Default: none.
+#[derive(Debug)]
+pub(crate) struct FaultInjector {
+    faults: crate::config::RpcFaults,
+    rng: conflux_common::SplitMix64,
+}
+
+impl FaultInjector {
+    /// Faults for the stream numbered `stream` (its drops are seeded by `faults.seed` and it).
+    pub(crate) fn new(faults: crate::config::RpcFaults, stream: u64) -> FaultInjector {
+        FaultInjector {
+            faults,
+            rng: conflux_common::SplitMix64::new(
+                faults.seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ),
+        }
+    }
+
+    /// Waits the injected delay; false when the message is to be dropped.
+    pub(crate) async fn pass(&mut self) -> bool {
+        if self.faults.delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(self.faults.delay_ms)).await;
+        }
+        !(self.faults.drop_rate > 0.0 && self.rng.chance(self.faults.drop_rate))
+    }
+}
+
+/// Writes queued frames to `sink` until both queues are closed or the socket fails: `priority`
+/// first, and a flush only when nothing else is queued, so that bursts go out in few writes.
+pub(crate) async fn write_prioritized(
+    mut sink: futures_util::stream::SplitSink<FramedStream, Bytes>,
+    mut priority: tokio::sync::mpsc::UnboundedReceiver<Bytes>,
+    mut normal: tokio::sync::mpsc::UnboundedReceiver<Bytes>,
+    mut faults: FaultInjector,
+) {
+    loop {
+        let frame = tokio::select! {
+            biased;
+            Some(frame) = priority.recv() => frame,
+            Some(frame) = normal.recv() => frame,
+            else => return,
+        };
+        if !faults.pass().await {
+            tracing::debug!("injected fault: message dropped");
+            continue;
+        }
+        if let Err(e) = sink.feed(frame).await {
+            tracing::debug!("write failed: {e}");
+            return;
+        }
+        if priority.is_empty() && normal.is_empty() && sink.flush().await.is_err() {
+            return;
+        }
+    }
+}

@@ -21,8 +21,11 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
+use crate::config::RpcFaults;
 use crate::config::TaskManagerConfig;
-use crate::connection::{connect, decode, encode, next_frame, FramedStream, RpcError};
+use crate::connection::{
+    connect, decode, encode, next_frame, write_prioritized, FaultInjector, FramedStream, RpcError,
+};
 use crate::protocol::{
     Hello, Role, TaskManagerRegistration, TaskManagerStats, ToJobManager, ToTaskManager, Welcome,
 };
@@ -212,7 +215,13 @@ async fn session(
     let (sink, mut stream) = conn.split();
     let (priority_tx, priority_rx) = mpsc::unbounded_channel::<Bytes>();
     let (updates_tx, updates_rx) = mpsc::unbounded_channel::<Bytes>();
-    let writer = tokio::spawn(write_job_manager(sink, priority_rx, updates_rx));
+    // Heartbeat answers (when heartbeats come on this connection) before queued task states.
+    let writer = tokio::spawn(write_prioritized(
+        sink,
+        priority_rx,
+        updates_rx,
+        FaultInjector::new(RpcFaults::default(), 0),
+    ));
     let ctx = Arc::new(SessionContext {
         blob_cache: Arc::clone(&blob_cache),
         gates,
@@ -410,26 +419,4 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Sends heartbeat answers before queued task messages.
-async fn write_job_manager(
-    mut sink: futures_util::stream::SplitSink<FramedStream, Bytes>,
-    mut priority: mpsc::UnboundedReceiver<Bytes>,
-    mut updates: mpsc::UnboundedReceiver<Bytes>,
-) {
-    loop {
-        let frame = tokio::select! {
-            biased;
-            Some(frame) = priority.recv() => frame,
-            Some(frame) = updates.recv() => frame,
-            else => return,
-        };
-        if sink.feed(frame).await.is_err() {
-            return;
-        }
-        if priority.is_empty() && updates.is_empty() && sink.flush().await.is_err() {
-            return;
-        }
-    }
 }

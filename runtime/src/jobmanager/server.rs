@@ -9,13 +9,12 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-use conflux_common::SplitMix64;
 use conflux_deploy::TaskManagerId;
 
 use crate::config::MAX_SUBMISSION_BYTES;
 use crate::connection::{
-    accept_hello, decode, encode, framed, next_frame, send_reply, FramedStream, RpcError,
-    MAX_HANDSHAKE_FRAME_BYTES,
+    accept_hello, decode, encode, framed, next_frame, send_reply, write_prioritized, FaultInjector,
+    FramedStream, RpcError, MAX_HANDSHAKE_FRAME_BYTES,
 };
 use crate::jobmanager::job_loop::LoopEvent;
 use crate::jobmanager::registry::{LossReason, Outbox, OutboxReceiver};
@@ -156,39 +155,6 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
     }
 }
 
-/// Writes queued messages to a TaskManager, heartbeats first, with the injected faults.
-async fn write_task_manager(
-    mut sink: futures_util::stream::SplitSink<FramedStream, bytes::Bytes>,
-    mut outbox: OutboxReceiver,
-    faults: crate::config::RpcFaults,
-    id: TaskManagerId,
-) {
-    let mut rng = SplitMix64::new(faults.seed ^ u64::from(id.0).wrapping_mul(0x9e37_79b9));
-    loop {
-        let frame = tokio::select! {
-            biased;
-            Some(frame) = outbox.priority.recv() => frame,
-            Some(frame) = outbox.normal.recv() => frame,
-            else => return,
-        };
-        if faults.delay_ms > 0 {
-            tokio::time::sleep(Duration::from_millis(faults.delay_ms)).await;
-        }
-        if faults.drop_rate > 0.0 && rng.chance(faults.drop_rate) {
-            tracing::debug!(task_manager = %id, "injected fault: message dropped");
-            continue;
-        }
-        if let Err(e) = sink.feed(frame).await {
-            tracing::debug!(task_manager = %id, "write failed: {e}");
-            return;
-        }
-        // Flush when nothing else is queued, so that bursts go out in few writes.
-        if outbox.priority.is_empty() && outbox.normal.is_empty() && sink.flush().await.is_err() {
-            return;
-        }
-    }
-}
-
 async fn serve_task_manager(
     conn: FramedStream,
     peer: &str,
@@ -198,11 +164,12 @@ async fn serve_task_manager(
     shared: &Arc<Shared>,
 ) -> Result<(), RpcError> {
     let (sink, mut stream) = conn.split();
-    let mut writer = tokio::spawn(write_task_manager(
+    // Heartbeats jump the queue of task messages (when they come on this connection).
+    let mut writer = tokio::spawn(write_prioritized(
         sink,
-        outbox,
-        shared.config.rpc.faults,
-        id,
+        outbox.priority,
+        outbox.normal,
+        FaultInjector::new(shared.config.rpc.faults, u64::from(id.0)),
     ));
     // The heartbeat loop decides liveness; this bound only ends a reader whose TaskManager was
     // lost without its socket closing.
@@ -291,18 +258,14 @@ async fn serve_heartbeats(
 ) -> Result<(), RpcError> {
     let (mut sink, mut stream) = conn.split();
     let idle = Duration::from_millis(shared.config.heartbeat.timeout_ms.saturating_mul(2));
-    let faults = shared.config.rpc.faults;
-    let mut rng = SplitMix64::new(!faults.seed ^ u64::from(id.0).wrapping_mul(0x9e37_79b9));
+    // The injected faults apply to heartbeats as to every other message.
+    let mut faults = FaultInjector::new(shared.config.rpc.faults, !u64::from(id.0));
     let mut frame = 1u64;
     loop {
         tokio::select! {
             request = requests.recv() => {
                 let Some(request) = request else { return Ok(()) };
-                // The injected faults apply to heartbeats as to every other message.
-                if faults.delay_ms > 0 {
-                    tokio::time::sleep(Duration::from_millis(faults.delay_ms)).await;
-                }
-                if faults.drop_rate > 0.0 && rng.chance(faults.drop_rate) {
+                if !faults.pass().await {
                     continue;
                 }
                 sink.send(request).await.map_err(|source| RpcError::Io {

@@ -16,6 +16,7 @@
 pub mod client;
 pub mod config;
 pub mod connection;
+mod cpu_time;
 mod jobmanager;
 pub mod protocol;
 pub mod report;

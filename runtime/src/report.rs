@@ -72,8 +72,10 @@ pub struct JobReport {
     pub rpc_timeouts: u64,
     /// The longest heartbeat round trip while the job ran, ms.
     pub max_heartbeat_rtt_ms: f64,
-    /// The longest single scheduler call, ms.
+    /// The longest single scheduler call, wall time, ms (preemptions included).
     pub max_handler_stall_ms: f64,
+    /// The most CPU time a single scheduler call used (its thread's CPU time), ms.
+    pub max_handler_cpu_ms: f64,
     /// The JobManager process's peak resident set size, bytes.
     pub jobmanager_peak_rss_bytes: u64,
     /// Per TaskManager that took part, by id.

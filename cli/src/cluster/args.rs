@@ -38,6 +38,15 @@ pub(crate) struct RpcArgs {
     pub(crate) rpc_drop_rate: f64,
 }
 
+/// The JobManager's scheduler.
+#[derive(clap::Args, Clone, Copy)]
+pub(crate) struct SchedulerArgs {
+    /// Region work one scheduler call may do before it yields to the event loop (work units;
+    /// see the README's "Bounded handler calls").
+    #[arg(long, default_value_t = conflux_runtime::config::DEFAULT_RUNTIME_WORK_BUDGET, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) scheduler_work_budget: u32,
+}
+
 /// How the synthetic tasks of a job run.
 #[derive(clap::Args, Clone)]
 pub(crate) struct JobArgs {
@@ -108,6 +117,8 @@ pub(crate) struct JobManagerArgs {
     pub(crate) heartbeat: HeartbeatArgs,
     #[command(flatten)]
     pub(crate) rpc: RpcArgs,
+    #[command(flatten)]
+    pub(crate) scheduler: SchedulerArgs,
 }
 
 /// The host part of `HOST`, `HOST:PORT` or `[V6]:PORT`.
@@ -126,6 +137,7 @@ pub(crate) fn jobmanager_config(
     blob_dir: PathBuf,
     heartbeat: &HeartbeatArgs,
     rpc: &RpcArgs,
+    scheduler: SchedulerArgs,
     seed: u64,
 ) -> Result<JobManagerConfig, Failure> {
     check_heartbeats(heartbeat)?;
@@ -134,6 +146,7 @@ pub(crate) fn jobmanager_config(
     config.heartbeat.interval_ms = heartbeat.heartbeat_interval_ms;
     config.heartbeat.timeout_ms = heartbeat.heartbeat_timeout_ms;
     config.rpc.timeout_ms = rpc.rpc_timeout_ms;
+    config.scheduler.work_budget = scheduler.scheduler_work_budget;
     config.rpc.faults = RpcFaults {
         delay_ms: rpc.rpc_delay_ms,
         drop_rate: rpc.rpc_drop_rate,
@@ -153,6 +166,7 @@ impl JobManagerArgs {
             blob_dir,
             &self.heartbeat,
             &self.rpc,
+            self.scheduler,
             self.seed,
         )?;
         config.advertised_host = self.advertised_address.as_deref().map(host_of);
@@ -279,6 +293,8 @@ pub(crate) struct ClusterArgs {
     pub(crate) heartbeat: HeartbeatArgs,
     #[command(flatten)]
     pub(crate) rpc: RpcArgs,
+    #[command(flatten)]
+    pub(crate) scheduler: SchedulerArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,

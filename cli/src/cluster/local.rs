@@ -93,6 +93,7 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
         work.path().join("blobs"),
         &args.heartbeat,
         &args.rpc,
+        args.scheduler,
         args.job.seed,
     )?;
     let jm = JobManager::start(config).await.map_err(Failure::input)?;

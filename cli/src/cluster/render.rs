@@ -43,8 +43,8 @@ fn render(r: &JobReport) -> String {
         r.task_managers_lost, r.heartbeat_timeouts, r.rpc_timeouts
     ));
     out.push_str(&format!(
-        "max heartbeat round trip: {:.1} ms, max scheduler call: {:.2} ms\n",
-        r.max_heartbeat_rtt_ms, r.max_handler_stall_ms
+        "max heartbeat round trip: {:.1} ms, max scheduler call: {:.2} ms ({:.2} ms CPU)\n",
+        r.max_heartbeat_rtt_ms, r.max_handler_stall_ms, r.max_handler_cpu_ms
     ));
     out.push_str(&format!(
         "JobManager peak RSS: {}, blob fetches: {}\n",

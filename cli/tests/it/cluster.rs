@@ -302,6 +302,14 @@ fn cluster_runs_a_word_count_on_two_task_managers_with_the_full_report() {
     for key in ["max_heartbeat_rtt_ms", "max_handler_stall_ms"] {
         assert!(r[key].as_f64().is_some_and(|v| v >= 0.0), "{key}: {r}");
     }
+    // A call's CPU time is part of its wall time.
+    let cpu = r["max_handler_cpu_ms"]
+        .as_f64()
+        .expect("max_handler_cpu_ms");
+    assert!(
+        cpu > 0.0 && cpu <= r["max_handler_stall_ms"].as_f64().unwrap_or(0.0) + 0.01,
+        "{r}"
+    );
     let deploy = r["wall_ms"]["deploy"].as_f64().expect("wall_ms.deploy");
     let total = r["wall_ms"]["total"].as_f64().expect("wall_ms.total");
     assert!(deploy >= 0.0 && total > 0.0 && deploy <= total, "{r}");

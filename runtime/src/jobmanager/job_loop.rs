@@ -23,6 +23,7 @@ use conflux_scheduler::{Command, Event, FailureCause, JobStatus, Scheduler, Sche
 use rayon::prelude::*;
 
 use crate::connection::encode;
+use crate::cpu_time::thread_cpu_time;
 use crate::jobmanager::registry::{Outbox, Registry};
 use crate::protocol::{JobOptions, PartitionRef, SyntheticTask, TaskState, ToTaskManager};
 use crate::report::{JobReport, TaskManagerReport, WallMs};
@@ -99,6 +100,8 @@ struct JobRun<'a> {
     tasks_deployed: u64,
     rpc_timeouts: u64,
     max_stall: Duration,
+    /// The most thread CPU time one scheduler call used.
+    max_cpu: Duration,
     first_submission: Option<Instant>,
     last_running: Option<Instant>,
 }
@@ -147,6 +150,7 @@ pub(crate) fn run_job(
         tasks_deployed: 0,
         rpc_timeouts: 0,
         max_stall: Duration::ZERO,
+        max_cpu: Duration::ZERO,
         first_submission: None,
         last_running: None,
     };
@@ -215,11 +219,44 @@ pub(crate) fn run_job(
         rpc_timeouts: run.rpc_timeouts,
         max_heartbeat_rtt_ms: counters.max_rtt_ms,
         max_handler_stall_ms: run.max_stall.as_secs_f64() * 1e3,
+        max_handler_cpu_ms: run.max_cpu.as_secs_f64() * 1e3,
         jobmanager_peak_rss_bytes: peak_rss_bytes(),
         blob_fetches: task_managers.iter().map(|t| t.blob_fetches).sum(),
         task_managers,
         killed_task_manager: None,
         kill_skipped: None,
+    }
+}
+
+/// The wall and CPU time of one scheduler call.
+struct CallTimer {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl CallTimer {
+    fn start() -> CallTimer {
+        CallTimer {
+            wall: Instant::now(),
+            cpu: thread_cpu_time(),
+        }
+    }
+
+    /// Raises the maxima to this call's times; a new longest call is logged (debug) with what
+    /// it handled, `call` (only formatted then).
+    fn record(
+        self,
+        max_wall: &mut Duration,
+        max_cpu: &mut Duration,
+        call: impl FnOnce() -> String,
+    ) {
+        let wall = self.wall.elapsed();
+        let cpu = thread_cpu_time().saturating_sub(self.cpu);
+        if wall > *max_wall || cpu > *max_cpu {
+            tracing::debug!(call = %call(), ?wall, ?cpu, "longest scheduler call so far");
+        }
+        *max_wall = (*max_wall).max(wall);
+        *max_cpu = (*max_cpu).max(cpu);
     }
 }
 
@@ -232,9 +269,11 @@ impl JobRun<'_> {
         loop {
             while let Some(event) = self.next_event() {
                 let now = self.now_ms();
-                let call = Instant::now();
+                let call = CallTimer::start();
                 let result = self.scheduler.handle(now, event.clone());
-                self.max_stall = self.max_stall.max(call.elapsed());
+                call.record(&mut self.max_stall, &mut self.max_cpu, || {
+                    format!("{event:?}")
+                });
                 match result {
                     Ok(mut commands) => {
                         self.finish_owed_work(&mut commands);
@@ -288,9 +327,11 @@ impl JobRun<'_> {
     /// be deployed in a later call than its consumer, whose descriptors must see it).
     fn finish_owed_work(&mut self, commands: &mut Vec<Command>) {
         while self.scheduler.has_pending_work() {
-            let call = Instant::now();
+            let call = CallTimer::start();
             let result = self.scheduler.continue_work();
-            self.max_stall = self.max_stall.max(call.elapsed());
+            call.record(&mut self.max_stall, &mut self.max_cpu, || {
+                "continue_work".into()
+            });
             match result {
                 Ok(more) => commands.extend(more),
                 Err(e) => {

@@ -195,6 +195,21 @@ mod tests {
         }
     }
 
+    /// The cases of Flink's `KeyGroupRangeTest.testKeyGroupIntersection`.
+    #[test]
+    fn intersections_as_flink() {
+        let r = |start, end| KeyGroupRange { start, end };
+        assert_eq!(r(0, 10).intersection(r(3, 7)), Some(r(3, 7)));
+        assert_eq!(r(3, 7).intersection(r(0, 10)), Some(r(3, 7)));
+        assert_eq!(r(0, 10).intersection(r(0, 10)), Some(r(0, 10)));
+        assert_eq!(r(0, 5).intersection(r(6, 10)), None);
+        assert_eq!(r(6, 10).intersection(r(0, 5)), None);
+        assert_eq!(r(0, 10).intersection(r(5, 20)), Some(r(5, 10)));
+        assert_eq!(r(5, 20).intersection(r(0, 10)), Some(r(5, 10)));
+        assert_eq!(r(3, 7).len(), 5);
+        assert!(r(4, 3).is_empty() && r(4, 3).len() == 0);
+    }
+
     #[test]
     fn ranges_partition_the_key_groups() {
         for (max, parallelism) in [(128u64, 4u64), (128, 3), (10, 3), (256, 7), (7, 7), (1, 1)] {

@@ -207,7 +207,8 @@ mod tests {
         assert_eq!(r(0, 10).intersection(r(5, 20)), Some(r(5, 10)));
         assert_eq!(r(5, 20).intersection(r(0, 10)), Some(r(5, 10)));
         assert_eq!(r(3, 7).len(), 5);
-        assert!(r(4, 3).is_empty() && r(4, 3).len() == 0);
+        assert!(r(4, 3).is_empty());
+        assert_eq!(r(4, 3).len(), 0);
     }
 
     #[test]

@@ -52,6 +52,11 @@ pub struct SchedulerConfig {
     /// [`Scheduler::continue_work`]: crate::Scheduler::continue_work
     /// [`Scheduler::has_pending_work`]: crate::Scheduler::has_pending_work
     pub work_budget: u32,
+    /// Take free slots round the TaskManagers (each gives its first free slot before any gives
+    /// its second) instead of filling them one after the other, as Flink's
+    /// `cluster.evenly-spread-out-slots` (default false, as Flink's) does for TaskManagers of
+    /// equal size.
+    pub evenly_spread_out_slots: bool,
 }
 
 impl Default for SchedulerConfig {
@@ -62,6 +67,7 @@ impl Default for SchedulerConfig {
             slot_request_timeout_ms: DEFAULT_SLOT_REQUEST_TIMEOUT_MS,
             release_partitions_during_execution: true,
             work_budget: DEFAULT_WORK_BUDGET,
+            evenly_spread_out_slots: false,
         }
     }
 }

@@ -185,7 +185,7 @@ impl Scheduler {
             group_consumable: IndexVec::from_elem(false, groups),
             group_visited_round: IndexVec::from_elem(u32::MAX, groups),
             chosen: IndexVec::from_elem(false, num_regions),
-            slots: SlotPool::new(&graph),
+            slots: SlotPool::new(&graph, config.evenly_spread_out_slots),
             missing_slots: IndexVec::from_elem(NO_REQUEST, num_regions),
             request_epoch: IndexVec::from_elem(0, num_regions),
             ready_requests: Vec::new(),

@@ -57,8 +57,13 @@ pub(crate) struct BulkCheck {
 #[derive(Debug)]
 pub(crate) struct SlotPool {
     task_managers: HashMap<TaskManagerId, (TaskManagerLocation, u32)>,
-    /// Free physical slots as (TaskManager, slot), lowest first.
+    /// Free physical slots, lowest first: as (TaskManager, slot), so that TaskManagers fill up
+    /// one after the other; or, spread out, as (slot, TaskManager), so that each TaskManager
+    /// gives its first slot before any gives its second (see [`free_key`](Self::free_key)).
     free: BTreeSet<(u32, u32)>,
+    /// Whether slots are spread out over the TaskManagers (Flink's
+    /// `cluster.evenly-spread-out-slots`).
+    spread: bool,
     /// Per vertex, its slot sharing group (numbered by first appearance in the job graph).
     sharing_group_of: IndexVec<ExecutionVertexIndex, u32>,
     shared: HashMap<SharingKey, SharedSlot>,
@@ -73,8 +78,9 @@ pub(crate) struct SlotPool {
 }
 
 impl SlotPool {
-    /// An empty pool for a graph's vertices. O(N).
-    pub(crate) fn new(graph: &ExecutionGraph) -> SlotPool {
+    /// An empty pool for a graph's vertices; `spread`: take free slots round the TaskManagers
+    /// rather than filling one after the other. O(N).
+    pub(crate) fn new(graph: &ExecutionGraph, spread: bool) -> SlotPool {
         let mut names: Vec<&str> = Vec::new();
         // Per slot sharing group its largest parallelism: the shared slots it can ever have.
         let mut widths: Vec<u32> = Vec::new();
@@ -98,6 +104,7 @@ impl SlotPool {
         SlotPool {
             task_managers: HashMap::new(),
             free: BTreeSet::new(),
+            spread,
             sharing_group_of,
             // Sized for every shared slot at once: growing it while a call requests 100,000
             // slots would rehash the whole map inside that call.
@@ -108,11 +115,20 @@ impl SlotPool {
         }
     }
 
+    /// The key of a free slot in `free`: (TaskManager, slot), or spread out (slot, TaskManager).
+    fn free_key(&self, tm: u32, slot: u32) -> (u32, u32) {
+        if self.spread {
+            (slot, tm)
+        } else {
+            (tm, slot)
+        }
+    }
+
     /// A TaskManager offers `slots` slots.
     pub(crate) fn register(&mut self, location: TaskManagerLocation, slots: u32) {
         self.task_managers.insert(location.id, (location, slots));
         for s in 0..slots {
-            self.free.insert((location.id.0, s));
+            self.free.insert(self.free_key(location.id.0, s));
         }
         self.dirty = true;
     }
@@ -126,7 +142,9 @@ impl SlotPool {
     /// physical slot (their users are failed by the caller).
     pub(crate) fn remove_task_manager(&mut self, tm: TaskManagerId) {
         self.task_managers.remove(&tm);
-        self.free.retain(|&(t, _)| t != tm.0);
+        let spread = self.spread;
+        self.free
+            .retain(|&(a, b)| (if spread { b } else { a }) != tm.0);
         for shared in self.shared.values_mut() {
             if shared.allocation.is_some_and(|a| a.task_manager == tm) {
                 shared.allocation = None;
@@ -236,7 +254,8 @@ impl SlotPool {
         if shared.waiting.is_empty() {
             return Some(None);
         }
-        let (tm, slot) = self.free.pop_first()?;
+        let (a, b) = self.free.pop_first()?;
+        let (tm, slot) = if self.spread { (b, a) } else { (a, b) };
         let allocation = AllocationId {
             task_manager: TaskManagerId(tm),
             slot,
@@ -268,8 +287,9 @@ impl SlotPool {
         if shared.users == 0 && shared.waiting.is_empty() {
             if let Some(allocation) = shared.allocation.take() {
                 if self.task_managers.contains_key(&allocation.task_manager) {
-                    self.free
-                        .insert((allocation.task_manager.0, allocation.slot));
+                    let (tm, slot) = (allocation.task_manager.0, allocation.slot);
+                    let key = if self.spread { (slot, tm) } else { (tm, slot) };
+                    self.free.insert(key);
                 }
             }
             if !shared.queued {

@@ -49,6 +49,10 @@ pub(crate) struct SchedulerArgs {
     /// default Flink's, 2^31 - 1).
     #[arg(long, default_value_t = conflux_scheduler::FLINK_MAX_ATTEMPTS)]
     pub(crate) restart_attempts: u32,
+    /// Spread slots over the TaskManagers instead of filling one after the other (Flink's
+    /// `cluster.evenly-spread-out-slots`).
+    #[arg(long)]
+    pub(crate) evenly_spread_out_slots: bool,
 }
 
 /// How the synthetic tasks of a job run.
@@ -174,6 +178,7 @@ pub(crate) fn jobmanager_config(
     config.heartbeat.timeout_ms = heartbeat.heartbeat_timeout_ms;
     config.rpc.timeout_ms = rpc.rpc_timeout_ms;
     config.scheduler.work_budget = scheduler.scheduler_work_budget;
+    config.scheduler.evenly_spread_out_slots = scheduler.evenly_spread_out_slots;
     config.scheduler.restart =
         conflux_scheduler::RestartStrategy::exponential_default(scheduler.restart_attempts);
     config.rpc.faults = RpcFaults {

@@ -228,3 +228,40 @@ fn the_timeout_counts_from_the_check_that_saw_the_bulk_unfulfillable() {
         "{reason}"
     );
 }
+
+/// Two TaskManagers of two slots; A(2) -> B(2) in different sharing groups, pipelined all to
+/// all (one region of four tasks): filled one after the other, or spread out.
+fn placements(spread: bool) -> Vec<(u32, AllocationId)> {
+    let config = SchedulerConfig {
+        evenly_spread_out_slots: spread,
+        ..SchedulerConfig::default()
+    };
+    let mut s = scheduler_of("streaming", config, ["a", "b"], "pipelined", "all_to_all");
+    for tm in 0..2 {
+        let location = TaskManagerLocation {
+            id: TaskManagerId(tm),
+            data_address: SocketAddr::from((Ipv4Addr::LOCALHOST, 1)),
+        };
+        s.handle(0, Event::TaskManagerRegistered { location, slots: 2 })
+            .expect("register");
+    }
+    let commands = s.handle(0, Event::Start).expect("start");
+    deploys(&commands).concat()
+}
+
+#[test]
+fn slots_fill_task_managers_in_turn_or_spread_out_as_flink_evenly_spread_out_slots() {
+    let at = |tm: u32, slot: u32| AllocationId {
+        task_manager: TaskManagerId(tm),
+        slot,
+    };
+    // A0, A1, B0, B1 (vertices 0..4) request in order.
+    assert_eq!(
+        placements(false),
+        [(0, at(0, 0)), (1, at(0, 1)), (2, at(1, 0)), (3, at(1, 1))]
+    );
+    assert_eq!(
+        placements(true),
+        [(0, at(0, 0)), (1, at(1, 0)), (2, at(0, 1)), (3, at(1, 1))]
+    );
+}

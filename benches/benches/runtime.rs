@@ -80,5 +80,98 @@ fn bench_rpc_throughput(c: &mut Criterion) {
     runtime.block_on(jm.shutdown());
 }
 
-criterion_group!(benches, bench_rpc_throughput);
+/// The data plane's shuffle: the same in-process cluster (two TaskManagers of 8 slots, slots
+/// spread out) runs an 8 x 8 word count of 8,000,000 words whose tasks generate, route, write,
+/// serve, read and count one record per word, BLOCKING (partition files) and PIPELINED
+/// (credit-bounded queues). Throughput: the shuffle bytes the job reports, so criterion prints
+/// the shuffle rate (`conflux cluster` reports it for real processes).
+fn bench_word_count_shuffle(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = JobManagerConfig::new(
+        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+        dir.path().join("blobs"),
+    );
+    config.scheduler.evenly_spread_out_slots = true;
+    let jm = runtime
+        .block_on(JobManager::start(config))
+        .expect("JobManager");
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    for i in 0..2 {
+        let config = TaskManagerConfig::new(
+            jm.address().to_string(),
+            8,
+            dir.path().join(format!("tm-{i}")),
+        );
+        let mut stop = stop_rx.clone();
+        runtime.spawn(TaskManager::run(config, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        }));
+    }
+    runtime.block_on(async {
+        while jm.task_managers().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    let run = |job: &str| {
+        runtime.block_on(async {
+            let id = jm
+                .submit(JobSubmission {
+                    job: job.to_owned().into_bytes().into(),
+                    source: "bench".into(),
+                    options: JobOptions {
+                        output_dir: Some(dir.path().join("out")),
+                        ..JobOptions::default()
+                    },
+                })
+                .await
+                .expect("submitted");
+            let report = jm.wait(id).await.expect("ended");
+            assert_eq!(report.status, "FINISHED", "{:?}", report.failure_reason);
+            report.data.expect("a data report").shuffle_bytes
+        })
+    };
+    let mut group = c.benchmark_group("word_count_shuffle");
+    group.sample_size(10);
+    for partition_type in [
+        ResultPartitionType::Blocking,
+        ResultPartitionType::PipelinedBounded,
+    ] {
+        let mut job = generate::word_count(8, partition_type);
+        for v in &mut job.vertices {
+            let source = v.id == "source";
+            v.invokable = Some(
+                if source {
+                    "wordcount-source"
+                } else {
+                    "wordcount-count"
+                }
+                .into(),
+            );
+            v.config = [
+                ("words-per-source", "1000000"),
+                ("vocabulary", "100000"),
+                ("seed", "1"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        }
+        let job = job.to_json_pretty();
+        group.throughput(Throughput::Bytes(run(&job)));
+        group.bench_with_input(
+            BenchmarkId::new("8x8_8m_words", partition_type.as_str()),
+            &job,
+            |b, job| b.iter(|| run(job)),
+        );
+    }
+    group.finish();
+    let _ = stop_tx.send(true);
+    runtime.block_on(jm.shutdown());
+}
+
+criterion_group!(benches, bench_rpc_throughput, bench_word_count_shuffle);
 criterion_main!(benches);

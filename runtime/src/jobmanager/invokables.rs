@@ -80,7 +80,8 @@ fn single_consumer(graph: &JobGraph, j: JobVertexIndex) -> Result<JobVertexIndex
 /// `wordcount-source`.
 ///
 /// # Errors
-/// Naming the vertex, as [`resolve`] does, or when the source does not feed a count vertex.
+/// Naming the vertex (a config the word count cannot read, a source without exactly one
+/// consumer edge), or when the source does not feed a count vertex.
 pub fn word_count_job(graph: &JobGraph) -> Result<Option<WordCountJob>, String> {
     let Some(source) = graph
         .vertex_indices()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Renders the README's plan viewer screenshot (docs/plan-viewer.png): starts `conflux serve` on
 # a free loopback port, submits TPC-H q5 (Flink's JSON plan) and lets headless Chromium draw
-# the page `/?plan=p1`. Needs a built `conflux` (CONFLUX, default target/debug/conflux) and
+# the page `/?plan=p1` with the HashAggregate vertex selected. Needs a built `conflux` (CONFLUX, default target/debug/conflux) and
 # Chromium (CHROMIUM, default chromium).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +18,6 @@ read -r url <&3
 curl -sf -X POST --data-binary @fixtures/flink-plans/tpch-q5.plan.json "$url/v1/plans" >/dev/null
 profile="$(mktemp -d)"
 "$chromium" --headless --no-sandbox --disable-gpu --hide-scrollbars --user-data-dir="$profile" \
-  --window-size=1500,940 --virtual-time-budget=5000 --screenshot="$out" "$url/?plan=p1" 2>/dev/null
+  --window-size=1500,1000 --virtual-time-budget=5000 --screenshot="$out" "$url/?plan=p1&select=a0ee7b14d617ba4d8109c408f52753c7" 2>/dev/null
 rm -rf "$profile"
 echo "wrote $out"

@@ -1,7 +1,7 @@
 // The plan viewer. Every number comes from the planning service under /v1: the page posts the
 // plan, then reads the version's job graph, statistics and regions, lays the graph out with
 // dagre and draws it as SVG. Edits, diffs and compatibility checks go through the same API.
-// `?plan=ID[&version=N]` opens a stored plan. When a graph is drawn, #graph gets
+// `?plan=ID[&version=N][&select=VERTEX]` opens a stored plan (and shows a vertex's details). When a graph is drawn, #graph gets
 // `data-render-ms` (milliseconds since the page started loading, or since "Open" was clicked),
 // `data-layout-ms` (dagre alone), `data-vertices` and `data-edges`.
 "use strict";
@@ -74,6 +74,8 @@ function rows(table, entries) {
   }
 }
 const label = (v) => v.name || v.id;
+// Flink's descriptions separate lines with `<br/>`; shown as text, they become line breaks.
+const lines = (text) => (text || "").replace(/<br\s*\/?>/g, "\n").trim();
 const short = (s, n) => (s.length > n ? s.slice(0, n - 1) + "\u2026" : s);
 
 // --- opening a plan --------------------------------------------------------------------------
@@ -190,7 +192,7 @@ function draw(started) {
     p.setAttribute("data-parallelism", v.parallelism);
     p.textContent = `parallelism ${v.parallelism} \u00b7 region ${r}`;
     const title = document.createElementNS(SVG, "title");
-    title.textContent = v.description || label(v);
+    title.textContent = lines(v.description) || label(v);
     group.append(rect, name, p, title);
     group.addEventListener("click", () => selectVertex(v.id));
     svg.append(group);
@@ -261,7 +263,7 @@ function selectVertex(id) {
   const entries = [
     ["id", v.id],
     ["name", v.name || ""],
-    ["description", v.description || ""],
+    ["description", lines(v.description)],
     ["subtasks (parallelism)", v.parallelism, "vertex-parallelism"],
     ["max parallelism", v.max_parallelism ?? "Flink's default"],
     ["slot sharing group", v.slot_sharing_group || "default"],
@@ -371,8 +373,8 @@ async function applyEdit(edit) {
 async function rescale(vertex, parallelism) {
   try {
     const r = await call("GET", `/plans/${view.id}/rescale?vertex=${encodeURIComponent(vertex)}&parallelism=${parallelism}&version=${view.version}`);
-    const lines = r.new_subtasks.map((s) => `new ${s.subtask}: key groups ${s.key_groups.start}-${s.key_groups.end} reads ${s.reads.map((x) => `old ${x.old_subtask}`).join(", ")}`);
-    showAnalysis(`Rescale ${r.old_parallelism} \u2192 ${r.new_parallelism} (${r.max_parallelism} key groups, keyed state ${r.keyed_state}): moves ${r.moved_key_groups} key groups (${(r.moved_share * 100).toFixed(1)}%)`, lines.join("\n"));
+    const reads = r.new_subtasks.map((s) => `new ${s.subtask}: key groups ${s.key_groups.start}-${s.key_groups.end} reads ${s.reads.map((x) => `old ${x.old_subtask}`).join(", ")}`);
+    showAnalysis(`Rescale ${r.old_parallelism} \u2192 ${r.new_parallelism} (${r.max_parallelism} key groups, keyed state ${r.keyed_state}): moves ${r.moved_key_groups} key groups (${(r.moved_share * 100).toFixed(1)}%)`, reads.join("\n"));
   } catch (e) {
     say(`Rescale refused: ${e.message}`, "error");
   }
@@ -435,5 +437,7 @@ const params = new URLSearchParams(location.search);
 if (params.get("plan")) {
   const version = params.get("version");
   // Timing from the start of the page load (performance.now() counts from navigation start).
-  show(params.get("plan"), version ? Number(version) : null, 0).catch((e) => say(`Could not show the plan: ${e.message}`, "error"));
+  show(params.get("plan"), version ? Number(version) : null, 0)
+    .then(() => { if (params.get("select")) selectVertex(params.get("select")); })
+    .catch((e) => say(`Could not show the plan: ${e.message}`, "error"));
 }

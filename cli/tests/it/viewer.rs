@@ -223,7 +223,7 @@ impl Page {
 
 const GRAPH_COUNTS: &str = "[document.querySelectorAll('#graph g.vertex').length, \
      document.querySelectorAll('#graph g.edge').length]";
-const RENDERED: &str = "document.getElementById('graph').getAttribute('data-render-ms')";
+const RENDERED: &str = "document.getElementById('graph')?.getAttribute('data-render-ms')";
 
 /// A generated streaming plan of 20 layers of 10 vertices, each feeding two of the next layer
 /// (alternately HASH and REBALANCE): 200 vertices, 380 edges.
@@ -309,13 +309,38 @@ fn plan_viewer_draws_and_edits_a_flink_plan_in_chromium() {
     assert!(after < before, "channels {before} -> {after}");
     assert_eq!(page.eval(GRAPH_COUNTS), json!([nodes.len(), inputs]));
 
+    // Comparing versions 1 and 2 on the page: the diff and the state compatibility (a Flink
+    // plan carries no state information: UNKNOWN, as the service says).
+    page.eval("document.getElementById('diff').click(); true");
+    let diff = page.wait_for(
+        "document.querySelector('#analysis .verdict')?.textContent.startsWith('Version 1') && \
+         document.getElementById('analysis').textContent",
+    );
+    let diff = diff.as_str().unwrap_or_default();
+    assert!(
+        diff.contains(&format!("vertex {AGG}: parallelism 8 \u{2192} 4")),
+        "{diff}"
+    );
+    page.eval("document.getElementById('compat').click(); true");
+    let (_, compat) = http(&base, "GET", "/v1/plans/p1/compat?from=1&to=2", b"");
+    let verdict = compat["report"]["verdict"].as_str().expect("verdict");
+    let shown = page.wait_for(
+        "document.querySelector('#analysis .verdict')?.textContent.startsWith('State') && \
+         document.querySelector('#analysis .verdict').textContent",
+    );
+    assert_eq!(
+        shown,
+        json!(format!("State compatibility 1 \u{2192} 2: {verdict}"))
+    );
+
     // A generated 200-vertex plan opened by URL: the time from the page load to the drawn graph.
     let (plan, edges) = layered_plan();
     let (status, created) = http(&base, "POST", "/v1/plans", &plan);
     assert_eq!(status, 201, "{created}");
     let id = created["id"].as_str().expect("id").to_owned();
     page.navigate(&format!("{base}/?plan={id}"));
-    let render_ms = page.wait_for(RENDERED);
+    // The q5 page had `?plan=p1`: wait for the new document's graph.
+    let render_ms = page.wait_for(&format!("location.search === '?plan={id}' && {RENDERED}"));
     assert_eq!(page.eval(GRAPH_COUNTS), json!([200, edges]));
     let layout_ms = page.eval("document.getElementById('graph').getAttribute('data-layout-ms')");
     println!(

@@ -129,8 +129,18 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
     }
 }
 
-/// Exit 1 (after the report) when the job ended FAILED.
+/// Exit 1 (after the report) when the job ended FAILED or its output was checked and wrong.
 fn failed_if_failed(report: &conflux_runtime::JobReport) -> Result<(), Failure> {
+    if let Some(data) = report
+        .data
+        .as_ref()
+        .filter(|d| d.output_verified == Some(false))
+    {
+        return Err(Failure::Reported(anyhow::anyhow!(
+            "the output is wrong: {}",
+            data.first_difference.as_deref().unwrap_or("counts differ")
+        )));
+    }
     if report.status == "FAILED" {
         return Err(Failure::Reported(anyhow::anyhow!(
             "the job failed: {}",

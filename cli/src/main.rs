@@ -210,6 +210,16 @@ enum GenerateJob {
         /// Result partition type of the edge; pipelined types give a streaming job.
         #[arg(long, default_value = "blocking", value_parser = parse_partition_type)]
         result_partition_type: ResultPartitionType,
+        /// Words each source subtask emits: sets the vertices' `invokable` (`wordcount-source`,
+        /// `wordcount-count`) and `config`, so that a cluster counts real words. Absent:
+        /// synthetic tasks, as before.
+        #[arg(long)]
+        words_per_source: Option<u64>,
+        /// Words in the sources' vocabulary (with --words-per-source).
+        #[arg(long, default_value_t = conflux_operators::DEFAULT_VOCABULARY_SIZE,
+              value_parser = clap::value_parser!(u32).range(1..=i64::from(conflux_operators::MAX_VOCABULARY_SIZE)),
+              requires = "words_per_source")]
+        vocabulary: u32,
         /// Write to this file instead of standard output.
         #[arg(long, short)]
         output: Option<PathBuf>,
@@ -540,15 +550,48 @@ fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
     }
 }
 
+/// Makes the generated word count count words: `source` runs `wordcount-source`, `count`
+/// runs `wordcount-count`, both configured with the seed, vocabulary and words per source.
+fn word_count_tasks(
+    job: &mut conflux_graph::json::JobGraphJson,
+    words_per_source: u64,
+    vocabulary: u32,
+) {
+    use conflux_operators::{WordCountConfig, DEFAULT_SEED, INVOKABLE_COUNT, INVOKABLE_SOURCE};
+    let config = WordCountConfig {
+        seed: DEFAULT_SEED,
+        vocabulary,
+        words_per_source,
+    };
+    for v in &mut job.vertices {
+        let invokable = if v.id == "source" {
+            INVOKABLE_SOURCE
+        } else {
+            INVOKABLE_COUNT
+        };
+        v.invokable = Some(invokable.to_owned());
+        v.config = config
+            .to_config()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+    }
+}
+
 fn run_generate(job: GenerateJob) -> Result<(), Failure> {
     let (text, output) = match job {
         GenerateJob::Wordcount {
             parallelism,
             result_partition_type,
+            words_per_source,
+            vocabulary,
             output,
         } => {
-            let mut text =
-                generate::word_count(parallelism, result_partition_type).to_json_pretty();
+            let mut job = generate::word_count(parallelism, result_partition_type);
+            if let Some(words_per_source) = words_per_source {
+                word_count_tasks(&mut job, words_per_source, vocabulary);
+            }
+            let mut text = job.to_json_pretty();
             text.push('\n');
             tracing::debug!(parallelism, bytes = text.len(), "generated the word count");
             (text, output)

@@ -6,11 +6,14 @@
 //! - [`Fnv1a64`]: FNV-1a, for digests that must be stable across runs and platforms (trace
 //!   digests, seeds derived from names). Not for hash tables fed by untrusted input.
 //! - [`format`](mod@format): digit grouping and byte units for reports.
+//! - [`key_groups`]: Flink's `KeyGroupRangeAssignment` (Java's `String.hashCode`, Flink's
+//!   `murmurHash`, key groups and the ranges subtasks own), bit-exact with the JVM.
 //!
 //! Pure and dependency-free.
 
 pub mod format;
 mod hash;
+pub mod key_groups;
 mod rng;
 
 pub use hash::Fnv1a64;

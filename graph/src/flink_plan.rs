@@ -112,6 +112,8 @@ pub fn import(bytes: &[u8], default_parallelism: u32) -> Result<JobGraphJson, Gr
             slot_sharing_group: None,
             co_location_group: None,
             operators: Vec::new(),
+            invokable: None,
+            config: Default::default(),
         });
         let mut inputs: Vec<&FlinkInput> = node.inputs.iter().collect();
         inputs.sort_by_key(|i| i.num);

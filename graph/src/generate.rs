@@ -22,6 +22,8 @@ pub fn word_count(parallelism: u32, result_partition_type: ResultPartitionType) 
         slot_sharing_group: None,
         co_location_group: None,
         operators: Vec::new(),
+        invokable: None,
+        config: Default::default(),
     };
     JobGraphJson {
         name: format!("word count {parallelism} x {parallelism} ({result_partition_type})"),

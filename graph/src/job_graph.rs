@@ -1,7 +1,7 @@
 //! The validated, index-resolved job graph.
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt;
 
 use crate::index_vec::index_u32;
@@ -78,6 +78,7 @@ pub fn default_max_parallelism(parallelism: u32) -> u64 {
 /// by the [`JobGraph`] in shared tables (one string buffer for all ids, interned group names,
 /// index lists) and read through it by [`JobVertexIndex`]: [`JobGraph::vertex_id`],
 /// [`JobGraph::slot_sharing_group`], [`JobGraph::co_location_group`], [`JobGraph::operators`],
+/// [`JobGraph::vertex_invokable`], [`JobGraph::vertex_config`],
 /// [`JobGraph::inputs`] and [`JobGraph::produced_data_sets`]. 24 bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobVertex {
@@ -116,6 +117,29 @@ impl Labels {
         self.name.as_deref().map_or(0, str::len) + self.description.as_deref().map_or(0, str::len)
     }
 }
+
+/// The task a vertex runs and its configuration, for a vertex that names one (kept sparsely:
+/// vertices without run synthetic tasks).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Task {
+    invokable: Option<Box<str>>,
+    config: BTreeMap<String, String>,
+}
+
+impl Task {
+    fn heap_bytes(&self) -> usize {
+        // A B-tree node's overhead is not counted: configs have a handful of entries.
+        self.invokable.as_deref().map_or(0, str::len)
+            + self
+                .config
+                .iter()
+                .map(|(k, v)| k.capacity() + v.capacity())
+                .sum::<usize>()
+    }
+}
+
+/// The config of a vertex that has none.
+static NO_CONFIG: BTreeMap<String, String> = BTreeMap::new();
 
 /// An intermediate data set: the output of one producer, read by one or more consumer edges
 /// (several since FLINK-28663).
@@ -197,6 +221,8 @@ pub(crate) struct RawJob {
     operators: Vec<(u32, Vec<OperatorJson>)>,
     /// Names and descriptions of the vertices that have any: (listing position, them), ascending.
     labels: Vec<(u32, Labels)>,
+    /// Tasks of the vertices that name one or have a config: (listing position, it), ascending.
+    tasks: Vec<(u32, Task)>,
     edge_text: StrArena,
     edges: Vec<RawEdge>,
 }
@@ -214,6 +240,7 @@ impl Default for RawJob {
             co_location_groups: Interner::default(),
             operators: Vec::new(),
             labels: Vec::new(),
+            tasks: Vec::new(),
             edge_text: StrArena::default(),
             edges: Vec::new(),
         }
@@ -252,6 +279,20 @@ impl RawJob {
             co_location_group: co_location_group
                 .map_or(NO_GROUP, |g| self.co_location_groups.intern(g)),
         });
+    }
+
+    /// Sets the task of the vertex appended last (nothing is kept for no invokable and an
+    /// empty config).
+    pub(crate) fn set_task(&mut self, invokable: Option<&str>, config: BTreeMap<String, String>) {
+        if invokable.is_none() && config.is_empty() {
+            return;
+        }
+        let position = index_u32(self.vertices.len().saturating_sub(1));
+        let task = Task {
+            invokable: invokable.map(Box::from),
+            config,
+        };
+        self.tasks.push((position, task));
     }
 
     /// Appends an edge, as listed.
@@ -314,6 +355,7 @@ impl RawJob {
                 v.co_location_group.as_deref(),
                 v.operators.clone(),
             );
+            raw.set_task(v.invokable.as_deref(), v.config.clone());
         }
         for e in &json.edges {
             raw.push_edge(
@@ -352,6 +394,8 @@ pub struct JobGraph {
     operators: Vec<(JobVertexIndex, Vec<OperatorJson>)>,
     /// (vertex, its name and description) for the vertices that have either, by vertex.
     labels: Vec<(JobVertexIndex, Labels)>,
+    /// (vertex, its task) for the vertices that name one or have a config, by vertex.
+    tasks: Vec<(JobVertexIndex, Task)>,
     /// `inputs[input_offsets[j]..input_offsets[j + 1]]` are the inputs of vertex `j`; both
     /// empty when there are no edges.
     input_offsets: Vec<u32>,
@@ -386,6 +430,8 @@ impl PartialEq for JobGraph {
                 && self.operators(j) == other.operators(j)
                 && self.vertex_name(j) == other.vertex_name(j)
                 && self.vertex_description(j) == other.vertex_description(j)
+                && self.vertex_invokable(j) == other.vertex_invokable(j)
+                && self.vertex_config(j) == other.vertex_config(j)
                 && self.inputs(j) == other.inputs(j)
                 && self.produced_data_sets(j) == other.produced_data_sets(j)
         };
@@ -468,6 +514,7 @@ impl JobGraph {
             co_location_groups,
             operators: raw_operators,
             labels: raw_labels,
+            tasks: raw_tasks,
             edge_text,
             edges: raw_edges,
         } = raw;
@@ -824,6 +871,12 @@ impl JobGraph {
             .collect();
         labels.sort_by_key(|(j, _)| *j);
         labels.shrink_to_fit();
+        let mut tasks: Vec<(JobVertexIndex, Task)> = raw_tasks
+            .into_iter()
+            .map(|(listing, t)| (JobVertexIndex(position[listing as usize]), t))
+            .collect();
+        tasks.sort_by_key(|(j, _)| *j);
+        tasks.shrink_to_fit();
         vertex_by_id.remap(|listing| position[listing as usize]);
         drop(position);
         let identity = order.iter().enumerate().all(|(pos, &l)| pos == l as usize);
@@ -840,6 +893,7 @@ impl JobGraph {
             co_location_groups: co_location_groups.into_names(),
             operators,
             labels,
+            tasks,
             input_offsets,
             inputs,
             produced_offsets,
@@ -877,6 +931,8 @@ impl JobGraph {
                             .then(|| group.to_owned()),
                         co_location_group: self.co_location_group(index).map(str::to_owned),
                         operators: self.operators(index).to_vec(),
+                        invokable: self.vertex_invokable(index).map(str::to_owned),
+                        config: self.vertex_config(index).clone(),
                     }
                 })
                 .collect(),
@@ -946,6 +1002,26 @@ impl JobGraph {
     /// plan), if it has one. O(log of the number of vertices with a name or description).
     pub fn vertex_description(&self, index: JobVertexIndex) -> Option<&str> {
         self.labels(index).and_then(|l| l.description.as_deref())
+    }
+
+    /// The task a vertex runs, by name, as written (as Flink's `JobVertex` names its invokable
+    /// class), if it names one; a vertex without runs a synthetic task. O(log of the number of
+    /// vertices with a task).
+    pub fn vertex_invokable(&self, index: JobVertexIndex) -> Option<&str> {
+        self.task(index).and_then(|t| t.invokable.as_deref())
+    }
+
+    /// The task configuration of a vertex (as Flink's task configuration), key to value, as
+    /// written; empty when it has none. O(log of the number of vertices with a task).
+    pub fn vertex_config(&self, index: JobVertexIndex) -> &BTreeMap<String, String> {
+        self.task(index).map_or(&NO_CONFIG, |t| &t.config)
+    }
+
+    fn task(&self, index: JobVertexIndex) -> Option<&Task> {
+        self.tasks
+            .binary_search_by_key(&index, |(j, _)| *j)
+            .ok()
+            .map(|k| &self.tasks[k].1)
     }
 
     fn labels(&self, index: JobVertexIndex) -> Option<&Labels> {
@@ -1112,7 +1188,13 @@ impl JobGraph {
                 .iter()
                 .map(|(_, l)| l.heap_bytes())
                 .sum::<usize>();
-        vertices + operators + labels + edges + data_sets + self.vertex_by_id.heap_bytes()
+        let tasks = self.tasks.capacity() * size_of::<(JobVertexIndex, Task)>()
+            + self
+                .tasks
+                .iter()
+                .map(|(_, t)| t.heap_bytes())
+                .sum::<usize>();
+        vertices + operators + labels + tasks + edges + data_sets + self.vertex_by_id.heap_bytes()
     }
 }
 

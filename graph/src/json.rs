@@ -12,6 +12,8 @@
 //!             "result_partition_type": "blocking", "ship_strategy": "HASH"}]}
 //! ```
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::GraphError;
@@ -63,6 +65,14 @@ pub struct JobVertexJson {
     /// The chained operators of the vertex, with their state (used by the planner).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub operators: Vec<OperatorJson>,
+    /// The task the vertex runs, by name (as Flink's `JobVertex` names its invokable class),
+    /// e.g. `wordcount-source`. Absent: a synthetic task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invokable: Option<String>,
+    /// The task's configuration, key to value (as Flink's task configuration), e.g.
+    /// `{"words-per-source": "1000"}`. Absent: empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, String>,
 }
 
 /// One operator of a vertex's chain.

@@ -11,6 +11,7 @@
 //! The graph tests compare both readers on random input.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -134,6 +135,10 @@ struct JobVertexJson<'a> {
     co_location_group: Option<Cow<'a, str>>,
     #[serde(default)]
     operators: Vec<OperatorJson>,
+    #[serde(default, borrow)]
+    invokable: Option<Cow<'a, str>>,
+    #[serde(default)]
+    config: BTreeMap<String, String>,
 }
 
 /// One edge as [`crate::json::JobEdgeJson`] reads it, borrowing its strings where they have no
@@ -187,6 +192,7 @@ impl<'de> Visitor<'de> for VerticesSeed<'_> {
                 v.co_location_group.as_deref(),
                 v.operators,
             );
+            self.raw.set_task(v.invokable.as_deref(), v.config);
         }
         Ok(())
     }

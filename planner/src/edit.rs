@@ -521,6 +521,14 @@ fn chain(plan: &mut JobGraphJson, edge: &EdgeRef) -> Result<(), Why> {
             e.target
         )));
     }
+    // A vertex runs one task: the chain's head keeps its own, so the tail may not name one.
+    if tv.invokable.is_some() || !tv.config.is_empty() {
+        return Err(Why::Reason(format!(
+            "'{}' names a task (invokable or config); a vertex runs one task, so only a vertex \
+             without one can be chained into another",
+            e.target
+        )));
+    }
     let mut ops = chain_of(sv);
     ops.extend(chain_of(tv));
     let max = sv.max_parallelism.or(tv.max_parallelism);
@@ -572,6 +580,8 @@ fn unchain(
         slot_sharing_group: v.slot_sharing_group.clone(),
         co_location_group: None,
         operators: tail,
+        invokable: None,
+        config: Default::default(),
     };
     for e in &mut plan.edges {
         if e.source == vertex {
@@ -630,6 +640,8 @@ fn add_tap(
             name: format!("tap: {vertex} {side_name}"),
             state: Vec::new(),
         }],
+        invokable: None,
+        config: Default::default(),
     };
     let new_edges: Vec<JobEdgeJson> = match side {
         TapSide::Output => vec![JobEdgeJson {

@@ -16,70 +16,18 @@ use serde::Serialize;
 use crate::edit::resolve_vertex;
 use crate::error::PlanError;
 
-/// A range of key groups, both ends included (Flink's `KeyGroupRange`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeyGroupRange {
-    /// The first key group.
-    pub start: u64,
-    /// The last key group (included).
-    pub end: u64,
-}
+pub use conflux_common::key_groups::{
+    key_group_range, operator_index_for_key_group, KeyGroupRange,
+};
 
-impl KeyGroupRange {
-    /// Number of key groups in the range: `end - start + 1`.
-    pub fn len(self) -> u64 {
-        self.end + 1 - self.start
-    }
-
-    /// Whether the range is empty (never, for the ranges of [`key_group_range`] with
-    /// `parallelism <= max_parallelism`).
-    pub fn is_empty(self) -> bool {
-        self.end < self.start
-    }
-
-    /// The key groups in both ranges, if any.
-    pub fn intersection(self, other: KeyGroupRange) -> Option<KeyGroupRange> {
-        let (start, end) = (self.start.max(other.start), self.end.min(other.end));
-        (start <= end).then_some(KeyGroupRange { start, end })
-    }
-}
-
-/// JSON: `{"start": 0, "end": 31, "key_groups": 32}`.
-impl Serialize for KeyGroupRange {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        let mut st = s.serialize_struct("KeyGroupRange", 3)?;
-        st.serialize_field("start", &self.start)?;
-        st.serialize_field("end", &self.end)?;
-        st.serialize_field("key_groups", &self.len())?;
-        st.end()
-    }
-}
-
-/// The key groups subtask `index` of `parallelism` owns out of `max_parallelism`, as Flink's
-/// `KeyGroupRangeAssignment.computeKeyGroupRangeForOperatorIndex`: start
-/// `ceil(index * max_parallelism / parallelism)`, end
-/// `ceil((index + 1) * max_parallelism / parallelism) - 1`. Arithmetic in 64 bits (Flink's is
-/// 32-bit, within its cap of 32,768).
-///
-/// # Panics
-/// When `parallelism` is 0, above `max_parallelism`, or `index >= parallelism` (callers check).
-pub fn key_group_range(max_parallelism: u64, parallelism: u64, index: u64) -> KeyGroupRange {
-    assert!(
-        parallelism >= 1 && parallelism <= max_parallelism && index < parallelism,
-        "bug: subtask {index} of {parallelism} with max parallelism {max_parallelism}"
-    );
-    KeyGroupRange {
-        start: (index * max_parallelism).div_ceil(parallelism),
-        end: ((index + 1) * max_parallelism - 1) / parallelism,
-    }
-}
-
-/// The subtask of `parallelism` that owns `key_group`, as Flink's
-/// `KeyGroupRangeAssignment.computeOperatorIndexForKeyGroup`:
-/// `key_group * parallelism / max_parallelism`.
-pub fn operator_index_for_key_group(max_parallelism: u64, parallelism: u64, key_group: u64) -> u64 {
-    key_group * parallelism / max_parallelism
+/// A [`KeyGroupRange`] in JSON: `{"start": 0, "end": 31, "key_groups": 32}`.
+fn key_groups_json<S: serde::Serializer>(k: &KeyGroupRange, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let mut st = s.serialize_struct("KeyGroupRange", 3)?;
+    st.serialize_field("start", &k.start)?;
+    st.serialize_field("end", &k.end)?;
+    st.serialize_field("key_groups", &k.len())?;
+    st.end()
 }
 
 /// Whether a vertex has keyed state, as far as the plan says.
@@ -101,6 +49,7 @@ pub struct OldSubtask {
     /// Its index.
     pub subtask: u64,
     /// Its key groups.
+    #[serde(serialize_with = "key_groups_json")]
     pub key_groups: KeyGroupRange,
 }
 
@@ -110,6 +59,7 @@ pub struct StateRead {
     /// The old subtask.
     pub old_subtask: u64,
     /// The key groups read from it: its range intersected with the new subtask's.
+    #[serde(serialize_with = "key_groups_json")]
     pub key_groups: KeyGroupRange,
 }
 
@@ -119,6 +69,7 @@ pub struct NewSubtask {
     /// Its index.
     pub subtask: u64,
     /// Its key groups.
+    #[serde(serialize_with = "key_groups_json")]
     pub key_groups: KeyGroupRange,
     /// The old subtasks whose ranges overlap its own, in key group order.
     pub reads: Vec<StateRead>,

@@ -23,6 +23,12 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1_024;
 /// A client connection with no request for this long is closed, ms.
 pub const DEFAULT_CLIENT_IDLE_TIMEOUT_MS: u64 = 60_000;
+/// The JobManager's default [`SchedulerConfig::work_budget`]: 2^17 work units, a quarter of the
+/// scheduler's default (about 1 ms of one core per call at 100k x 100k). The runtime shares its
+/// cores with TaskManagers and network tasks, so a call is often preempted; a shorter slice keeps
+/// the longest call's wall time low. The more calls cost little: the work is the same, and a
+/// call's fixed cost is microseconds.
+pub const DEFAULT_RUNTIME_WORK_BUDGET: u32 = 1 << 17;
 
 /// Heartbeat settings (Flink's `heartbeat.interval` and `heartbeat.timeout`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,7 +121,10 @@ impl JobManagerConfig {
             rpc: RpcConfig::default(),
             max_connections: DEFAULT_MAX_CONNECTIONS,
             client_idle_timeout_ms: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
-            scheduler: SchedulerConfig::default(),
+            scheduler: SchedulerConfig {
+                work_budget: DEFAULT_RUNTIME_WORK_BUDGET,
+                ..SchedulerConfig::default()
+            },
         }
     }
 }
@@ -127,7 +136,7 @@ pub struct TaskManagerConfig {
     pub jobmanager: String,
     /// Slots offered.
     pub slots: u32,
-    /// Its working directory (blob cache, later partition files).
+    /// Its working directory (blob cache, partition files under `partitions/`).
     pub data_dir: PathBuf,
     /// The IP its data server binds and advertises (default 127.0.0.1).
     pub advertised_host: std::net::IpAddr,
@@ -142,6 +151,13 @@ pub struct TaskManagerConfig {
     /// After this long without a heartbeat request the JobManager is lost, ms; default: the
     /// JobManager's heartbeat timeout, learnt at registration.
     pub heartbeat_timeout_ms: Option<u64>,
+    /// Bytes of partition files its data directory may hold (`None`: no quota); a write past
+    /// it fails as on a full disk.
+    pub data_dir_max_bytes: Option<u64>,
+    /// Data connections its data server accepts at once.
+    pub data_max_connections: usize,
+    /// A data connection with no open channel and no frame for this long is closed, ms.
+    pub data_idle_timeout_ms: u64,
 }
 
 impl TaskManagerConfig {
@@ -157,6 +173,9 @@ impl TaskManagerConfig {
             connect_timeout_ms: DEFAULT_HANDSHAKE_TIMEOUT_MS,
             retry_interval_ms: 500,
             heartbeat_timeout_ms: None,
+            data_dir_max_bytes: None,
+            data_max_connections: DEFAULT_MAX_CONNECTIONS,
+            data_idle_timeout_ms: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
         }
     }
 }

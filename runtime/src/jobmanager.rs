@@ -9,6 +9,8 @@
 //! - the job runner (an OS thread): takes submitted jobs in order and runs each in its event
 //!   loop (`job_loop`), which owns the job's scheduler.
 
+mod data_stats;
+mod invokables;
 mod job_loop;
 mod jobs;
 mod registry;
@@ -29,6 +31,7 @@ use tokio::sync::Notify;
 use crate::config::JobManagerConfig;
 use crate::protocol::{JobSubmission, JobSummary};
 use crate::report::JobReport;
+pub use invokables::word_count_job;
 use job_loop::{LoopContext, PreparedJob};
 use jobs::Jobs;
 use registry::Registry;
@@ -289,7 +292,7 @@ pub(crate) async fn submit(
     };
     let submitted = Instant::now();
     let options = submission.options.clone();
-    let (graph, regions) = tokio::task::spawn_blocking(move || {
+    let (graph, regions, tasks) = tokio::task::spawn_blocking(move || {
         let load = LoadOptions {
             parallelism: options.parallelism,
             default_parallelism: options
@@ -297,9 +300,10 @@ pub(crate) async fn submit(
                 .unwrap_or(LoadOptions::default().default_parallelism),
         };
         let job = conflux_graph::load::load(&submission.job, &load).map_err(|e| e.to_string())?;
+        let tasks = invokables::resolve(&job, &options)?;
         let graph = ExecutionGraph::build(job).map_err(|e| e.to_string())?;
         let regions = PipelinedRegions::compute(&graph).map_err(|e| e.to_string())?;
-        Ok::<_, String>((Arc::new(graph), Arc::new(regions)))
+        Ok::<_, String>((Arc::new(graph), Arc::new(regions), tasks))
     })
     .await
     .map_err(|e| invalid(format!("the loader failed: {e}")))?
@@ -311,6 +315,7 @@ pub(crate) async fn submit(
         name: name.clone(),
         graph,
         regions,
+        tasks,
         options: submission.options,
         submitted,
     };

@@ -16,15 +16,17 @@
 pub mod client;
 pub mod config;
 pub mod connection;
+mod cpu_time;
 mod jobmanager;
 pub mod protocol;
 pub mod report;
 mod rss;
+pub mod shuffle;
 mod taskmanager;
 
 pub use client::{ClientError, JobManagerClient};
 pub use config::{HeartbeatConfig, JobManagerConfig, RpcConfig, RpcFaults, TaskManagerConfig};
-pub use jobmanager::{JobManager, JobManagerError, TaskManagerInfo};
+pub use jobmanager::{word_count_job, JobManager, JobManagerError, TaskManagerInfo};
 pub use report::JobReport;
 pub use rss::peak_rss_bytes;
 pub use taskmanager::{TaskManager, TaskManagerError};

@@ -8,6 +8,7 @@
 //! a message naming both versions instead of a decode error.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use bytes::Bytes;
 use conflux_blob_api::JobId;
@@ -15,7 +16,7 @@ use conflux_deploy::{ExecutionAttemptId, TaskManagerId};
 use serde::{Deserialize, Serialize};
 
 /// The version of this protocol. A peer of another version is refused at the handshake.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
@@ -79,6 +80,9 @@ pub struct Welcome {
     /// After this long without a heartbeat request the TaskManager considers its JobManager
     /// lost, ms.
     pub heartbeat_timeout_ms: u64,
+    /// The jobs the JobManager runs: a TaskManager deletes partition files of any other job
+    /// left in its data directory.
+    pub running_jobs: Vec<JobId>,
 }
 
 /// A partition named by its intermediate result and partition number.
@@ -100,6 +104,59 @@ pub struct SyntheticTask {
     pub fail: bool,
 }
 
+/// What a submitted task runs: a synthetic task, or a vertex's `invokable`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TaskSpec {
+    /// A vertex without an invokable.
+    Synthetic(SyntheticTask),
+    /// A word count vertex (`wordcount-source` or `wordcount-count`).
+    WordCount(WordCountTask),
+}
+
+/// Which side of the word count a task is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum WordCountRole {
+    /// Generates words and routes each to its consumer subtask.
+    Source {
+        /// The consuming vertex's max parallelism (its number of key groups), which routing
+        /// needs (Flink's `KeyGroupRangeAssignment` with the downstream operator's).
+        consumer_max_parallelism: u32,
+    },
+    /// Counts what it reads and writes its sink file.
+    Count,
+}
+
+/// A word count task's settings.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WordCountTask {
+    /// Source or count.
+    pub role: WordCountRole,
+    /// The task's subtask index in its vertex (its sink file's number).
+    pub subtask: u32,
+    /// The vertex's `config` entries (seed, vocabulary, words per source).
+    pub config: Vec<(String, String)>,
+    /// Where count tasks write their files (`None`: counts are not written).
+    pub output_dir: Option<PathBuf>,
+    /// Count tasks wait this long per buffer they consume, µs (a slow sink).
+    pub sink_delay_us: u64,
+    /// Buffers of 32 KiB per subpartition in flight: a pipelined producer's queue per
+    /// subpartition and a consumer's credit per channel.
+    pub credit: u32,
+}
+
+/// What a task did, sent with its final state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskMetrics {
+    /// Records it wrote to its partitions.
+    pub records_out: u64,
+    /// Serialised bytes it wrote to its partitions.
+    pub bytes_out: u64,
+    /// Records it read.
+    pub records_in: u64,
+    /// The most bytes its pipelined partitions held at once, waiting for consumers.
+    pub peak_buffered_bytes: u64,
+}
+
 /// JobManager to TaskManager.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ToTaskManager {
@@ -113,8 +170,8 @@ pub enum ToTaskManager {
     SubmitTask {
         /// The encoded task deployment descriptor.
         tdd: Bytes,
-        /// What the synthetic task does.
-        task: SyntheticTask,
+        /// What the task runs.
+        task: TaskSpec,
     },
     /// Cancel an attempt (Flink's `cancelTask`); unknown attempts are ignored.
     CancelTask(ExecutionAttemptId),
@@ -187,6 +244,8 @@ pub enum ToJobManager {
         attempt: ExecutionAttemptId,
         /// Its new state.
         state: TaskState,
+        /// What it did (zero until it ends).
+        metrics: TaskMetrics,
         /// The TaskManager's counters at that moment.
         stats: TaskManagerStats,
     },
@@ -203,7 +262,17 @@ pub struct JobOptions {
     pub parallelism: Option<u32>,
     /// Parallelism of vertices that leave it open (`--default-parallelism`).
     pub default_parallelism: Option<u32>,
+    /// Where word count sinks write (`--output-dir`).
+    pub output_dir: Option<PathBuf>,
+    /// Word count sinks wait this long per buffer, µs (`--sink-delay-us`).
+    pub sink_delay_us: u64,
+    /// Buffers per subpartition in flight (`--buffers-per-channel`).
+    pub credit: u32,
 }
+
+/// Default of [`JobOptions::credit`]: 4 buffers of 32 KiB per subpartition (Flink's 2
+/// exclusive buffers per channel plus a share of its 8 floating buffers per gate).
+pub const DEFAULT_CREDIT: u32 = 4;
 
 impl Default for JobOptions {
     fn default() -> Self {
@@ -212,6 +281,9 @@ impl Default for JobOptions {
             task_duration_ms: (1_000, 2_000),
             parallelism: None,
             default_parallelism: None,
+            output_dir: None,
+            sink_delay_us: 0,
+            credit: DEFAULT_CREDIT,
         }
     }
 }

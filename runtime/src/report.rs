@@ -72,8 +72,10 @@ pub struct JobReport {
     pub rpc_timeouts: u64,
     /// The longest heartbeat round trip while the job ran, ms.
     pub max_heartbeat_rtt_ms: f64,
-    /// The longest single scheduler call, ms.
+    /// The longest single scheduler call, wall time, ms (preemptions included).
     pub max_handler_stall_ms: f64,
+    /// The most CPU time a single scheduler call used (its thread's CPU time), ms.
+    pub max_handler_cpu_ms: f64,
     /// The JobManager process's peak resident set size, bytes.
     pub jobmanager_peak_rss_bytes: u64,
     /// Per TaskManager that took part, by id.
@@ -85,6 +87,36 @@ pub struct JobReport {
     pub killed_task_manager: Option<KilledTaskManager>,
     /// Why nothing was killed although a kill was asked for.
     pub kill_skipped: Option<String>,
+    /// What the data plane did, for jobs whose tasks move data (word count); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataReport>,
+}
+
+/// The data plane's numbers of a job whose tasks move data.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DataReport {
+    /// Words the count tasks counted (their last attempts).
+    pub words: u64,
+    /// Serialised bytes written to result partitions, by every attempt (re-runs included).
+    pub shuffle_bytes: u64,
+    /// `shuffle_bytes` over the time from the first source RUNNING to the last count FINISHED
+    /// (JobManager clock), MB (10^6 bytes) per second.
+    pub shuffle_mb_per_s: f64,
+    /// That time, ms.
+    pub shuffle_ms: f64,
+    /// The most bytes one producer's pipelined partition held waiting for consumers.
+    pub peak_buffered_bytes: u64,
+    /// The bound of that: subpartitions x credit x 32 KiB of the widest producer.
+    pub buffered_bytes_bound: u64,
+    /// Per job vertex id, attempts started beyond one per subtask (tasks re-run).
+    pub reruns: std::collections::BTreeMap<String, u64>,
+    /// Whether the sinks' files hold exactly the expected counts (`conflux cluster --verify`);
+    /// absent when not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_verified: Option<bool>,
+    /// The first difference found when the output is wrong (subtask, word, expected, found).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_difference: Option<String>,
 }
 
 /// The report as JSON text.

@@ -8,6 +8,7 @@
 mod data_server;
 mod gate_loader;
 mod task;
+mod wordcount;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,7 +31,11 @@ use crate::protocol::{
     Hello, Role, TaskManagerRegistration, TaskManagerStats, ToJobManager, ToTaskManager, Welcome,
 };
 use crate::rss::peak_rss_bytes;
+use crate::shuffle::partitions::ResultPartitionManager;
+use crate::shuffle::quota::DiskQuota;
+use data_server::DataServerLimits;
 use gate_loader::GateLoader;
+use wordcount::{WordCountContext, WordCountShared};
 
 /// Why a TaskManager stopped for good.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +65,8 @@ pub(crate) struct SessionContext {
     pub(crate) counters: Arc<Counters>,
     pub(crate) updates: mpsc::UnboundedSender<Bytes>,
     pub(crate) running: Mutex<HashMap<ExecutionAttemptId, AbortHandle>>,
+    /// What word count tasks use: partitions, caches.
+    pub(crate) wordcount: WordCountContext,
     /// The last peak RSS read and when.
     rss: Mutex<(std::time::Instant, u64)>,
 }
@@ -110,10 +117,22 @@ impl TaskManager {
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
             TaskManagerError::Setup(format!("data directory {}: {e}", config.data_dir.display()))
         })?;
+        let partitions = Arc::new(ResultPartitionManager::new(
+            &config.data_dir,
+            Arc::new(DiskQuota::new(config.data_dir_max_bytes)),
+        ));
+        let limits = DataServerLimits {
+            max_connections: config.data_max_connections,
+            handshake_timeout: Duration::from_millis(config.connect_timeout_ms.max(1)),
+            idle_timeout: Duration::from_millis(config.data_idle_timeout_ms.max(1)),
+            token: config.token.clone(),
+        };
         // Stopped when `run` returns or is dropped.
-        let data_server = data_server::start(config.advertised_host)
-            .await
-            .map_err(|e| TaskManagerError::Setup(format!("data server: {e}")))?;
+        let data_server =
+            data_server::start(config.advertised_host, Arc::clone(&partitions), limits)
+                .await
+                .map_err(|e| TaskManagerError::Setup(format!("data server: {e}")))?;
+        let shared = Arc::new(WordCountShared::default());
         let data_address = data_server.address;
         let counters = Arc::new(Counters::default());
         let gates = GateLoader::start()
@@ -136,12 +155,18 @@ impl TaskManager {
             match attempt {
                 Ok((conn, welcome)) => {
                     backoff = config.retry_interval_ms.max(1);
+                    let wordcount = WordCountContext {
+                        shared: Arc::clone(&shared),
+                        partitions: Arc::clone(&partitions),
+                        token: config.token.clone(),
+                    };
                     let end = session(
                         conn,
                         welcome,
                         &config,
                         gates.clone(),
                         Arc::clone(&counters),
+                        wordcount,
                         shutdown.as_mut(),
                     )
                     .await;
@@ -199,6 +224,7 @@ async fn session(
     config: &TaskManagerConfig,
     gates: GateLoader,
     counters: Arc<Counters>,
+    wordcount: WordCountContext,
     mut shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
 ) -> SessionEnd {
     let Some(id) = welcome.task_manager_id else {
@@ -212,6 +238,11 @@ async fn session(
         Err(e) => return SessionEnd::Lost(format!("blob cache: {e}")),
     };
     tracing::info!(task_manager = %id, jobmanager = %config.jobmanager, "registered");
+    let swept = wordcount.partitions.sweep(&welcome.running_jobs);
+    if swept > 0 {
+        tracing::info!(task_manager = %id, jobs = swept, "deleted the partitions of jobs the JobManager does not run");
+    }
+    let partitions = Arc::clone(&wordcount.partitions);
     let (sink, mut stream) = conn.split();
     let (priority_tx, priority_rx) = mpsc::unbounded_channel::<Bytes>();
     let (updates_tx, updates_rx) = mpsc::unbounded_channel::<Bytes>();
@@ -228,6 +259,7 @@ async fn session(
         counters: Arc::clone(&counters),
         updates: updates_tx,
         running: Mutex::new(HashMap::new()),
+        wordcount,
         rss: Mutex::new((std::time::Instant::now(), 0)),
     });
     let peer = config.jobmanager.as_str();
@@ -316,11 +348,15 @@ async fn session(
                     );
                 }
             }
-            ToTaskManager::ReleasePartitions { job, partitions } => {
-                // Synthetic tasks hold no data: nothing to delete yet.
-                tracing::debug!(%job, partitions = partitions.len(), "partitions released");
+            ToTaskManager::ReleasePartitions {
+                job,
+                partitions: released,
+            } => {
+                let held = partitions.release(job, &released);
+                tracing::debug!(%job, partitions = released.len(), held, "partitions released");
             }
             ToTaskManager::JobEnded(job) => {
+                partitions.release_job(job);
                 ctx.gates.clear_job(job);
                 if let Err(e) = blob_cache.release_job(job) {
                     tracing::warn!(%job, "blob cache cleanup: {e}");

@@ -39,6 +39,9 @@ pub struct Scheduler {
     pub(crate) graph: Arc<ExecutionGraph>,
     pub(crate) regions: Arc<PipelinedRegions>,
     pub(crate) topology: SchedulingTopology,
+    /// The regions scheduled at `Start` (found by [`SchedulingTopology::source_regions`] when
+    /// the scheduler is built; taken, so empty after `Start`).
+    source_regions: Vec<PipelinedRegionIndex>,
     pub(crate) config: SchedulerConfig,
     pub(crate) status: JobStatus,
     pub(crate) failure_reason: Option<String>,
@@ -151,11 +154,15 @@ impl Scheduler {
                 unfinished_consumer_regions[g] += 1;
             }
         }
+        // Found here, while the regions are walked anyway, so that `Start` is O(sources).
+        let mut source_regions = topology.source_regions(&regions);
+        source_regions.shrink_to_fit();
         let region_unfinished = regions.sizes().collect();
         let partitions = graph.num_partitions() as usize;
         let num_regions = regions.len();
         Scheduler {
             topology,
+            source_regions,
             config,
             status: JobStatus::Created,
             failure_reason: None,
@@ -305,6 +312,7 @@ impl Scheduler {
             + heap_of(&self.chosen)
             + heap_of(&self.missing_slots)
             + heap_of(&self.request_epoch)
+            + self.source_regions.capacity() * std::mem::size_of::<PipelinedRegionIndex>()
             + self.slots.heap_bytes()
     }
 
@@ -344,7 +352,7 @@ impl Scheduler {
             Event::Start => {
                 if self.status == JobStatus::Created {
                     self.set_status(JobStatus::Running, None);
-                    let sources = self.source_regions();
+                    let sources = std::mem::take(&mut self.source_regions);
                     self.maybe_schedule_regions(ScheduleRun::of_regions(sources, now_ms))?;
                 }
             }
@@ -620,6 +628,8 @@ mod tests {
             + size_of::<u32>();
         let per_group = 4 + 4 + 1 + 4 + 1 + 4;
         let per_region = 1 + 4 + 1 + 4 + 4;
+        // The 100 source regions, kept until `Start`.
+        let sources = 100;
         assert_eq!(
             scheduler.heap_bytes(),
             scheduler.topology.heap_bytes()
@@ -627,6 +637,7 @@ mod tests {
                 + p * 3
                 + g * per_group
                 + r * per_region
+                + sources * 4
         );
     }
 }

@@ -23,21 +23,6 @@ use crate::continuation::{cost, Budget, ScheduleRun};
 use crate::scheduler::Scheduler;
 
 impl Scheduler {
-    /// The regions schedulable at the start: those consuming no non-pipelined group from
-    /// another region. O(regions + their consumed groups).
-    pub(crate) fn source_regions(&self) -> Vec<PipelinedRegionIndex> {
-        self.regions
-            .indices()
-            .filter(|&region| {
-                self.topology
-                    .non_pipelined_consumed_groups(region)
-                    .all(|g| {
-                        !self.topology.is_cross_region(g) && !self.topology.is_external(g, region)
-                    })
-            })
-            .collect()
-    }
-
     /// Flink 1.17+'s breadth-first `maybeScheduleRegions`: rounds of schedulable candidates,
     /// each round adding the consumer regions of the can-be-pipelined (hybrid) groups its chosen
     /// regions produce; then every chosen region is scheduled in topological order, one request

@@ -16,6 +16,8 @@ pub fn vertex(id: &str, parallelism: u32) -> JobVertexJson {
         slot_sharing_group: None,
         co_location_group: None,
         operators: Vec::new(),
+        invokable: None,
+        config: Default::default(),
     }
 }
 

@@ -198,6 +198,8 @@ impl GraphSpec {
                     slot_sharing_group: s.map(|g| format!("ssg{g}")),
                     co_location_group: None,
                     operators: Vec::new(),
+                    invokable: None,
+                    config: Default::default(),
                 })
                 .collect(),
             edges: self

@@ -38,6 +38,19 @@ pub(crate) struct RpcArgs {
     pub(crate) rpc_drop_rate: f64,
 }
 
+/// The JobManager's scheduler.
+#[derive(clap::Args, Clone, Copy)]
+pub(crate) struct SchedulerArgs {
+    /// Region work one scheduler call may do before it yields to the event loop (work units;
+    /// see the README's "Bounded handler calls").
+    #[arg(long, default_value_t = conflux_runtime::config::DEFAULT_RUNTIME_WORK_BUDGET, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) scheduler_work_budget: u32,
+    /// Restarts allowed before a job fails (exponential delay back-off, Flink 1.20 defaults;
+    /// default Flink's, 2^31 - 1).
+    #[arg(long, default_value_t = conflux_scheduler::FLINK_MAX_ATTEMPTS)]
+    pub(crate) restart_attempts: u32,
+}
+
 /// How the synthetic tasks of a job run.
 #[derive(clap::Args, Clone)]
 pub(crate) struct JobArgs {
@@ -47,16 +60,39 @@ pub(crate) struct JobArgs {
     /// Seed of task durations (and of injected RPC drops for `cluster`).
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
+    /// Where word count sinks write their files (`part-NNNNN.tsv`); created if missing.
+    #[arg(long)]
+    pub(crate) output_dir: Option<PathBuf>,
+    /// Word count sinks wait this long per buffer they consume, µs (a slow sink).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub(crate) sink_delay_us: u64,
+    /// Buffers of 32 KiB per subpartition in flight: a pipelined producer's queue per
+    /// subpartition and a consumer's credit per channel.
+    #[arg(long, default_value_t = conflux_runtime::protocol::DEFAULT_CREDIT, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub(crate) buffers_per_channel: u32,
 }
 
 impl JobArgs {
     pub(crate) fn options(&self, load: &LoadArgs) -> Result<JobOptions, Failure> {
         let load = load.options();
+        let output_dir = match &self.output_dir {
+            None => None,
+            Some(dir) => {
+                // Absolute, so that TaskManagers in other working directories write there.
+                std::fs::create_dir_all(dir)
+                    .and_then(|()| std::fs::canonicalize(dir))
+                    .map(Some)
+                    .map_err(|e| Failure::input(anyhow!("--output-dir {}: {e}", dir.display())))?
+            }
+        };
         Ok(JobOptions {
             seed: self.seed,
             task_duration_ms: self.task_duration_ms,
             parallelism: load.parallelism,
             default_parallelism: Some(load.default_parallelism),
+            output_dir,
+            sink_delay_us: self.sink_delay_us,
+            credit: self.buffers_per_channel,
         })
     }
 }
@@ -108,6 +144,8 @@ pub(crate) struct JobManagerArgs {
     pub(crate) heartbeat: HeartbeatArgs,
     #[command(flatten)]
     pub(crate) rpc: RpcArgs,
+    #[command(flatten)]
+    pub(crate) scheduler: SchedulerArgs,
 }
 
 /// The host part of `HOST`, `HOST:PORT` or `[V6]:PORT`.
@@ -126,6 +164,7 @@ pub(crate) fn jobmanager_config(
     blob_dir: PathBuf,
     heartbeat: &HeartbeatArgs,
     rpc: &RpcArgs,
+    scheduler: SchedulerArgs,
     seed: u64,
 ) -> Result<JobManagerConfig, Failure> {
     check_heartbeats(heartbeat)?;
@@ -134,6 +173,9 @@ pub(crate) fn jobmanager_config(
     config.heartbeat.interval_ms = heartbeat.heartbeat_interval_ms;
     config.heartbeat.timeout_ms = heartbeat.heartbeat_timeout_ms;
     config.rpc.timeout_ms = rpc.rpc_timeout_ms;
+    config.scheduler.work_budget = scheduler.scheduler_work_budget;
+    config.scheduler.restart =
+        conflux_scheduler::RestartStrategy::exponential_default(scheduler.restart_attempts);
     config.rpc.faults = RpcFaults {
         delay_ms: rpc.rpc_delay_ms,
         drop_rate: rpc.rpc_drop_rate,
@@ -153,6 +195,7 @@ impl JobManagerArgs {
             blob_dir,
             &self.heartbeat,
             &self.rpc,
+            self.scheduler,
             self.seed,
         )?;
         config.advertised_host = self.advertised_address.as_deref().map(host_of);
@@ -184,6 +227,10 @@ pub(crate) struct TaskManagerArgs {
     /// JobManager's heartbeat timeout).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub(crate) heartbeat_timeout_ms: Option<u64>,
+    /// Bytes of partition files its data directory may hold; a write past it fails the task as
+    /// a full disk would (default: no quota).
+    #[arg(long)]
+    pub(crate) data_dir_max_bytes: Option<u64>,
     /// Exit when standard input closes (how `conflux cluster` makes sure no TaskManager
     /// outlives it).
     #[arg(long, hide = true)]
@@ -202,6 +249,7 @@ impl TaskManagerArgs {
         config.advertised_host = self.advertised_address;
         config.token.clone_from(&self.token);
         config.heartbeat_timeout_ms = self.heartbeat_timeout_ms;
+        config.data_dir_max_bytes = self.data_dir_max_bytes;
         Ok(config)
     }
 }
@@ -271,6 +319,13 @@ pub(crate) struct ClusterArgs {
     /// this long after the submission, ms; it is not replaced.
     #[arg(long)]
     pub(crate) kill_task_manager_after_ms: Option<u64>,
+    /// Per-TaskManager quota of partition files, bytes (each child's `--data-dir-max-bytes`).
+    #[arg(long)]
+    pub(crate) data_dir_max_bytes: Option<u64>,
+    /// After the job, compare the sinks' files in `--output-dir` with the counts computed from
+    /// the seeds alone (word count jobs); a wrong output exits 1.
+    #[arg(long, requires = "output_dir")]
+    pub(crate) verify: bool,
     #[command(flatten)]
     pub(crate) load: LoadArgs,
     #[command(flatten)]
@@ -279,6 +334,8 @@ pub(crate) struct ClusterArgs {
     pub(crate) heartbeat: HeartbeatArgs,
     #[command(flatten)]
     pub(crate) rpc: RpcArgs,
+    #[command(flatten)]
+    pub(crate) scheduler: SchedulerArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,

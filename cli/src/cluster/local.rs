@@ -75,6 +75,47 @@ fn default_slots(bytes: &[u8], args: &ClusterArgs) -> Result<u32, Failure> {
         .max(1))
 }
 
+fn options_dir(args: &ClusterArgs) -> Result<std::path::PathBuf, Failure> {
+    args.job
+        .output_dir
+        .clone()
+        .ok_or_else(|| Failure::input(anyhow!("--verify needs --output-dir")))
+}
+
+/// Compares the sinks' files with the counts computed from the job's seeds alone.
+fn verify(
+    args: &ClusterArgs,
+    dir: &std::path::Path,
+    report: &mut JobReport,
+) -> Result<(), Failure> {
+    let bytes = crate::read_input(&args.file)?;
+    let job = conflux_graph::load::load(&bytes, &args.load.options())
+        .map_err(|e| Failure::input(anyhow!("{}: {e}", args.file.display())))?;
+    let Some(word_count) = conflux_runtime::word_count_job(&job)
+        .map_err(|e| Failure::input(anyhow!("{}: {e}", args.file.display())))?
+    else {
+        return Err(Failure::input(anyhow!(
+            "--verify: {} runs no word count (no vertex with invokable wordcount-source)",
+            args.file.display()
+        )));
+    };
+    let verification = conflux_operators::verify_output(&word_count, dir)
+        .map_err(|e| Failure::Work(anyhow!("verifying {}: {e}", dir.display())))?;
+    let data = report.data.get_or_insert_with(Default::default);
+    data.output_verified = Some(verification.verified());
+    data.first_difference = verification
+        .first_difference
+        .as_ref()
+        .map(ToString::to_string);
+    if !verification.verified() && data.first_difference.is_none() {
+        data.first_difference = Some(format!(
+            "{} words expected, {} found",
+            verification.words_expected, verification.words_found
+        ));
+    }
+    Ok(())
+}
+
 pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
     let started = Instant::now();
     let bytes = crate::read_input(&args.file)?;
@@ -93,6 +134,7 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
         work.path().join("blobs"),
         &args.heartbeat,
         &args.rpc,
+        args.scheduler,
         args.job.seed,
     )?;
     let jm = JobManager::start(config).await.map_err(Failure::input)?;
@@ -132,6 +174,12 @@ async fn run_on(
             .arg("--data-dir")
             .arg(work.join(format!("tm-{i}")))
             .arg("--exit-with-parent")
+            .args(
+                args.data_dir_max_bytes
+                    .map(|b| ["--data-dir-max-bytes".to_owned(), b.to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .spawn()
@@ -199,6 +247,9 @@ async fn run_on(
     };
     let mut report = report.map_err(|e| Failure::Work(e.into()))?;
     report.wall_ms.total = started.elapsed().as_secs_f64() * 1e3;
+    if args.verify {
+        verify(args, &options_dir(args)?, &mut report)?;
+    }
     report.killed_task_manager = killed;
     report.kill_skipped = kill_skipped;
     Ok(report)

@@ -43,8 +43,8 @@ fn render(r: &JobReport) -> String {
         r.task_managers_lost, r.heartbeat_timeouts, r.rpc_timeouts
     ));
     out.push_str(&format!(
-        "max heartbeat round trip: {:.1} ms, max scheduler call: {:.2} ms\n",
-        r.max_heartbeat_rtt_ms, r.max_handler_stall_ms
+        "max heartbeat round trip: {:.1} ms, max scheduler call: {:.2} ms ({:.2} ms CPU)\n",
+        r.max_heartbeat_rtt_ms, r.max_handler_stall_ms, r.max_handler_cpu_ms
     ));
     out.push_str(&format!(
         "JobManager peak RSS: {}, blob fetches: {}\n",
@@ -71,6 +71,30 @@ fn render(r: &JobReport) -> String {
     }
     if let Some(note) = &r.kill_skipped {
         out.push_str(&format!("kill: {note}\n"));
+    }
+    if let Some(d) = &r.data {
+        out.push_str(&format!(
+            "data: {} words, shuffle {} bytes in {:.1} ms ({:.1} MB/s), peak buffered {} of {} bytes\n",
+            group_digits(d.words),
+            group_digits(d.shuffle_bytes),
+            d.shuffle_ms,
+            d.shuffle_mb_per_s,
+            group_digits(d.peak_buffered_bytes),
+            group_digits(d.buffered_bytes_bound)
+        ));
+        let reruns: Vec<String> = d.reruns.iter().map(|(v, n)| format!("{v} {n}")).collect();
+        out.push_str(&format!("re-run tasks: {}\n", reruns.join(", ")));
+        match (d.output_verified, &d.first_difference) {
+            (Some(true), _) => out.push_str("output verified\n"),
+            (Some(false), Some(diff)) => {
+                out.push_str(&format!(
+                    "output NOT verified: {}\n",
+                    crate::failure::escape_controls(diff)
+                ));
+            }
+            (Some(false), None) => out.push_str("output NOT verified\n"),
+            (None, _) => {}
+        }
     }
     out
 }

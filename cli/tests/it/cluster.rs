@@ -302,6 +302,14 @@ fn cluster_runs_a_word_count_on_two_task_managers_with_the_full_report() {
     for key in ["max_heartbeat_rtt_ms", "max_handler_stall_ms"] {
         assert!(r[key].as_f64().is_some_and(|v| v >= 0.0), "{key}: {r}");
     }
+    // A call's CPU time is part of its wall time.
+    let cpu = r["max_handler_cpu_ms"]
+        .as_f64()
+        .expect("max_handler_cpu_ms");
+    assert!(
+        cpu > 0.0 && cpu <= r["max_handler_stall_ms"].as_f64().unwrap_or(0.0) + 0.01,
+        "{r}"
+    );
     let deploy = r["wall_ms"]["deploy"].as_f64().expect("wall_ms.deploy");
     let total = r["wall_ms"]["total"].as_f64().expect("wall_ms.total");
     assert!(deploy >= 0.0 && total > 0.0 && deploy <= total, "{r}");
@@ -867,4 +875,69 @@ fn a_paused_jobmanager_loses_its_task_managers_and_the_job_recovers() {
     tm_a.kill();
     tm_b.kill();
     jm.kill();
+}
+
+/// A word count job of `sources` x `counters` subtasks whose sources emit `words` words each
+/// (vocabulary 5,000, seed 5), joined by a BLOCKING all-to-all edge.
+fn word_count_with_data(dir: &Path, sources: u32, counters: u32, words: u64) -> String {
+    let path = dir.join("wordcount-data.json");
+    let job = format!(
+        r#"{{"name":"word count","job_type":"batch","vertices":[
+            {{"id":"source","parallelism":{sources},"invokable":"wordcount-source",
+              "config":{{"words-per-source":"{words}","vocabulary":"5000","seed":"5"}}}},
+            {{"id":"count","parallelism":{counters},"invokable":"wordcount-count"}}],
+          "edges":[{{"source":"source","target":"count","distribution_pattern":"all_to_all",
+              "result_partition_type":"blocking","ship_strategy":"HASH[word]"}}]}}"#
+    );
+    std::fs::write(&path, job).expect("job file");
+    path.to_str().expect("utf-8 path").to_owned()
+}
+
+#[test]
+fn a_killed_task_manager_loses_its_partitions_and_the_output_is_still_right() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count_with_data(dir.path(), 6, 6, 100_000);
+    let out = dir.path().join("out");
+    let out = out.to_str().expect("utf-8 path");
+    // Sinks take 50 ms per buffer (about 22 buffers each): consumers are still reading the
+    // sources' partitions when the busiest TaskManager is killed.
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-kill-data",
+        &[
+            "cluster",
+            &file,
+            "--task-managers",
+            "3",
+            "--slots",
+            "4",
+            "--kill-task-manager-after-ms",
+            "1000",
+            "--sink-delay-us",
+            "50000",
+            "--heartbeat-interval-ms",
+            "100",
+            "--heartbeat-timeout-ms",
+            "500",
+            "--output-dir",
+            out,
+            "--verify",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(90),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(r["kill_skipped"], Value::Null, "{r}");
+    assert!(u64_at(&r["killed_task_manager"], "tasks") > 0, "{r}");
+    let data = &r["data"];
+    assert_eq!(data["output_verified"], true, "{r}");
+    assert_eq!(u64_at(data, "words"), 600_000, "{r}");
+    let reruns: u64 = ["source", "count"]
+        .iter()
+        .map(|v| u64_at(&data["reruns"], v))
+        .sum();
+    assert!(reruns >= 1, "tasks of the killed TaskManager re-ran: {r}");
 }

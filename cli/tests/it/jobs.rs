@@ -152,6 +152,65 @@ fn generate_prints_a_valid_word_count() {
     assert_eq!(json_of(&out)["job_type"], "streaming");
 }
 
+/// `--words-per-source` makes the vertices name their tasks and configs; without it the output
+/// is the synthetic job, byte for byte.
+#[test]
+fn generate_word_count_tasks() {
+    let out = conflux(&["generate", "wordcount", "--parallelism", "1"]);
+    assert!(out.status.success());
+    let vertex =
+        |id: &str| format!("    {{\n      \"id\": \"{id}\",\n      \"parallelism\": 1\n    }}");
+    let expected = format!(
+        "{{\n  \"name\": \"word count 1 x 1 (blocking)\",\n  \"job_type\": \"batch\",\n  \"vertices\": [\n{},\n{}\n  ],\n  \"edges\": [\n    {{\n      \"source\": \"source\",\n      \"target\": \"count\",\n      \"distribution_pattern\": \"all_to_all\",\n      \"result_partition_type\": \"blocking\",\n      \"ship_strategy\": \"HASH[word]\"\n    }}\n  ]\n}}\n",
+        vertex("source"),
+        vertex("count")
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+
+    let out = conflux(&[
+        "generate",
+        "wordcount",
+        "--parallelism",
+        "64",
+        "--words-per-source",
+        "1562500",
+    ]);
+    assert!(out.status.success());
+    let g = json_of(&out);
+    assert_eq!(g["vertices"][0]["invokable"], "wordcount-source");
+    assert_eq!(g["vertices"][1]["invokable"], "wordcount-count");
+    for v in 0..2 {
+        let c = &g["vertices"][v]["config"];
+        assert_eq!(
+            (&c["words-per-source"], &c["vocabulary"], &c["seed"]),
+            (&"1562500".into(), &"100000".into(), &"1".into())
+        );
+    }
+    let out = conflux(&[
+        "generate",
+        "wordcount",
+        "--parallelism",
+        "2",
+        "--words-per-source",
+        "10",
+        "--vocabulary",
+        "50",
+    ]);
+    assert_eq!(json_of(&out)["vertices"][1]["config"]["vocabulary"], "50");
+    // --vocabulary alone, or out of range, is a usage error.
+    let out = conflux(&["generate", "wordcount", "--vocabulary", "50"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = conflux(&[
+        "generate",
+        "wordcount",
+        "--words-per-source",
+        "1",
+        "--vocabulary",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
 #[test]
 fn generate_components_writes_a_job_inspect_reads() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -14,6 +14,8 @@ pub(crate) fn vertex(id: &str, parallelism: u32) -> JobVertexJson {
         slot_sharing_group: None,
         co_location_group: None,
         operators: Vec::new(),
+        invokable: None,
+        config: Default::default(),
     }
 }
 

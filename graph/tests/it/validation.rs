@@ -245,6 +245,58 @@ fn names_and_descriptions_are_kept_and_resolve_vertices() {
     assert!(!written.contains(r#""description": null"#), "{written}");
 }
 
+/// A vertex's task (`invokable`) and task config are kept by both readers, sparsely, in
+/// topological order, and written back only where given.
+#[test]
+fn invokables_and_configs_are_kept() {
+    let text = br#"{"job_type":"batch","vertices":[
+        {"id":"count","parallelism":2,"invokable":"wordcount-count","config":{"words-per-source":"5","seed":"1"}},
+        {"id":"source","parallelism":2,"invokable":"wordcount-source"},
+        {"id":"other","parallelism":1,"config":{"k":"v"}},
+        {"id":"plain","parallelism":1}],
+        "edges":[{"source":"source","target":"count","distribution_pattern":"all_to_all","result_partition_type":"blocking"}]}"#;
+    let g = load::load(text, &LoadOptions::default()).expect("valid");
+    assert_loads_as_reference(text, &LoadOptions::default());
+    let at = |id: &str| g.vertex_index(id).unwrap();
+    // `source` comes first in topological order: the sparse table follows the vertices.
+    assert_eq!(at("source").0, 0);
+    assert_eq!(g.vertex_invokable(at("source")), Some("wordcount-source"));
+    assert!(g.vertex_config(at("source")).is_empty());
+    assert_eq!(g.vertex_invokable(at("count")), Some("wordcount-count"));
+    let config: Vec<(&str, &str)> = g
+        .vertex_config(at("count"))
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    assert_eq!(config, [("seed", "1"), ("words-per-source", "5")]);
+    assert_eq!(g.vertex_invokable(at("other")), None);
+    assert_eq!(
+        g.vertex_config(at("other")).get("k").map(String::as_str),
+        Some("v")
+    );
+    assert_eq!(g.vertex_invokable(at("plain")), None);
+    assert!(g.vertex_config(at("plain")).is_empty());
+    let json = g.to_json();
+    assert_eq!(JobGraph::from_json(&json).expect("round trip"), g);
+    let written = json.to_json_pretty();
+    assert!(
+        written.contains(r#""invokable": "wordcount-count""#),
+        "{written}"
+    );
+    assert!(written.contains(r#""words-per-source": "5""#), "{written}");
+    assert_eq!(written.matches("invokable").count(), 2, "{written}");
+    assert_eq!(written.matches("config").count(), 2, "{written}");
+    // A different invokable or config is a different job.
+    let mut other = json.clone();
+    other.vertices[0]
+        .config
+        .insert("seed".to_owned(), "2".to_owned());
+    assert_ne!(JobGraph::from_json(&other).expect("valid"), g);
+    let mut other = json.clone();
+    other.vertices[0].invokable = None;
+    assert_ne!(JobGraph::from_json(&other).expect("valid"), g);
+}
+
 #[test]
 fn default_max_parallelism_follows_flink_without_its_cap() {
     use conflux_graph::default_max_parallelism as m;
@@ -317,6 +369,13 @@ fn streaming_reader_matches_the_reference_reader() {
         r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"name":"n","name":"m"}]}"#.to_owned(),
         r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"description":3}]}"#.to_owned(),
         r#"{"job_type":"batch","vertices":[["a","n","d",2]]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"invokable":"wordcount-source","config":{"seed":"1","vocabulary":"10"}}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"config":{"k":"1","k":"2"}}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"config":{}, "invokable":null}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"config":{"k":1}}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"config":null}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"invokable":"x","invokable":"y"}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"invokable":3}]}"#.to_owned(),
         "17".to_owned(),
         "null".to_owned(),
     ];
@@ -347,6 +406,8 @@ fn json_fragment() -> impl Strategy<Value = String> {
         Just(r#""id""#.to_owned()),
         Just(r#""name""#.to_owned()),
         Just(r#""description""#.to_owned()),
+        Just(r#""invokable""#.to_owned()),
+        Just(r#""config""#.to_owned()),
         Just(r#""a""#.to_owned()),
         Just(r#""b""#.to_owned()),
         Just(r#""parallelism""#.to_owned()),

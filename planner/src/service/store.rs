@@ -316,6 +316,11 @@ fn vertex_heap_bytes(v: &JobVertexJson) -> usize {
         + text(&v.description)
         + text(&v.slot_sharing_group)
         + text(&v.co_location_group)
+        + text(&v.invokable)
+        + v.config
+            .iter()
+            .map(|(k, v)| k.capacity() + v.capacity())
+            .sum::<usize>()
         + v.operators.capacity() * size_of::<OperatorJson>()
         + v.operators
             .iter()

@@ -219,6 +219,61 @@ fn accepted_edits_give_valid_plans() {
         .any(|e| e.source == "agg" && e.target == "debug"));
 }
 
+/// Edits keep a vertex's task (`invokable`, `config`); chaining a vertex that names a task
+/// into another is refused (a vertex runs one task).
+#[test]
+fn edits_keep_tasks() {
+    let mut j = job();
+    j.vertices[1].invokable = Some("wordcount-source".to_owned());
+    j.vertices[1]
+        .config
+        .insert("seed".to_owned(), "7".to_owned());
+    j.vertices[2].invokable = Some("wordcount-count".to_owned());
+    let task = |p: &JobGraphJson, id: &str| {
+        let v = p.vertices.iter().find(|v| v.id == id).expect("vertex");
+        (v.invokable.clone(), v.config.get("seed").cloned())
+    };
+    let edits = [
+        Edit::SetParallelism {
+            vertex: "map".into(),
+            parallelism: 3,
+        },
+        Edit::AddTap {
+            vertex: "map".into(),
+            side: TapSide::Output,
+            name: None,
+        },
+        Edit::Unchain {
+            vertex: "map".into(),
+            at: 1,
+            new_vertex: None,
+        },
+    ];
+    for edit in edits {
+        let edited = edit.apply(&j).expect("accepted");
+        JobGraph::from_json(&edited).expect("valid");
+        assert_eq!(
+            task(&edited, "map"),
+            (Some("wordcount-source".to_owned()), Some("7".to_owned())),
+            "{edit:?}"
+        );
+        assert_eq!(
+            task(&edited, "agg"),
+            (Some("wordcount-count".to_owned()), None)
+        );
+    }
+    let chain = Edit::Chain {
+        edge: EdgeRef::Endpoints {
+            source: "sink".into(),
+            target: "sink2".into(),
+        },
+    };
+    chain.apply(&j).expect("sink2 names no task");
+    j.vertices[4].config.insert("k".to_owned(), "v".to_owned());
+    let e = chain.apply(&j).expect_err("refused");
+    assert!(e.to_string().contains("'sink2' names a task"), "{e}");
+}
+
 #[test]
 fn versions_and_diff() {
     let mut p = VersionedPlan::new(job()).expect("valid");

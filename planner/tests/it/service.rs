@@ -320,11 +320,11 @@ fn request(addr: std::net::SocketAddr, method: &str, target: &str, body: &[u8]) 
 #[test]
 fn plans_beyond_the_memory_budget_evict_the_least_recently_used() {
     let service = start_with(ServiceConfig {
-        max_store_bytes: 176 << 10,
+        max_store_bytes: 192 << 10,
         ..ServiceConfig::default()
     });
     let addr = service.addr();
-    // About 79 KiB each as stored: two fit in 176 KiB, not three.
+    // About 86 KiB each as stored: two fit in 192 KiB, not three.
     let plan = chain_plan("budget", 150, 2);
     for id in ["p1", "p2"] {
         let (s, v) = request(addr, "POST", "/plans", &plan);
@@ -352,7 +352,7 @@ fn plans_beyond_the_memory_budget_evict_the_least_recently_used() {
     );
     let message = v["errors"][0].as_str().expect("message");
     assert!(
-        message.contains("180224 bytes (max_store_bytes)"),
+        message.contains("196608 bytes (max_store_bytes)"),
         "{message}"
     );
     let (s, v) = request(addr, "GET", "/plans", b"");

@@ -23,8 +23,13 @@ use conflux_scheduler::{Command, Event, FailureCause, JobStatus, Scheduler, Sche
 use rayon::prelude::*;
 
 use crate::connection::encode;
+use crate::cpu_time::thread_cpu_time;
+use crate::jobmanager::data_stats::DataStats;
 use crate::jobmanager::registry::{Outbox, Registry};
-use crate::protocol::{JobOptions, PartitionRef, SyntheticTask, TaskState, ToTaskManager};
+use crate::protocol::{
+    JobOptions, PartitionRef, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToTaskManager,
+    WordCountTask,
+};
 use crate::report::{JobReport, TaskManagerReport, WallMs};
 use crate::rss::peak_rss_bytes;
 
@@ -49,6 +54,7 @@ pub(crate) enum LoopEvent {
         job: JobId,
         attempt: ExecutionAttemptId,
         state: TaskState,
+        metrics: TaskMetrics,
     },
     Cancel,
 }
@@ -65,6 +71,8 @@ pub(crate) struct PreparedJob {
     pub(crate) name: String,
     pub(crate) graph: Arc<ExecutionGraph>,
     pub(crate) regions: Arc<PipelinedRegions>,
+    /// Per job vertex, the word count task it runs (`None`: synthetic).
+    pub(crate) tasks: Vec<Option<WordCountTask>>,
     pub(crate) options: JobOptions,
     pub(crate) submitted: Instant,
 }
@@ -99,8 +107,14 @@ struct JobRun<'a> {
     tasks_deployed: u64,
     rpc_timeouts: u64,
     max_stall: Duration,
+    /// The most thread CPU time one scheduler call used.
+    max_cpu: Duration,
     first_submission: Option<Instant>,
     last_running: Option<Instant>,
+    /// The data plane's numbers (word count jobs).
+    data: DataStats,
+    /// The last reason a task gave for failing, for the report of a failed job.
+    last_task_failure: Option<String>,
 }
 
 /// Runs `job` to its end on the registered TaskManagers. `events` must be the receiving end of
@@ -147,8 +161,11 @@ pub(crate) fn run_job(
         tasks_deployed: 0,
         rpc_timeouts: 0,
         max_stall: Duration::ZERO,
+        max_cpu: Duration::ZERO,
         first_submission: None,
         last_running: None,
+        data: DataStats::default(),
+        last_task_failure: None,
     };
     {
         // Registering as the current job and listing the TaskManagers happen under one lock, so
@@ -202,7 +219,13 @@ pub(crate) fn run_job(
         job_id: job.id.to_string(),
         job: job.name.clone(),
         status: run.scheduler.status().as_str().to_owned(),
-        failure_reason: run.scheduler.failure_reason().map(str::to_owned),
+        failure_reason: run
+            .scheduler
+            .failure_reason()
+            .map(|reason| match &run.last_task_failure {
+                Some(cause) => format!("{reason}; last task failure: {cause}"),
+                None => reason.to_owned(),
+            }),
         wall_ms: WallMs {
             deploy,
             total: job.submitted.elapsed().as_secs_f64() * 1e3,
@@ -215,11 +238,45 @@ pub(crate) fn run_job(
         rpc_timeouts: run.rpc_timeouts,
         max_heartbeat_rtt_ms: counters.max_rtt_ms,
         max_handler_stall_ms: run.max_stall.as_secs_f64() * 1e3,
+        max_handler_cpu_ms: run.max_cpu.as_secs_f64() * 1e3,
         jobmanager_peak_rss_bytes: peak_rss_bytes(),
         blob_fetches: task_managers.iter().map(|t| t.blob_fetches).sum(),
         task_managers,
         killed_task_manager: None,
         kill_skipped: None,
+        data: run.data.report(&job.tasks, &job.graph),
+    }
+}
+
+/// The wall and CPU time of one scheduler call.
+struct CallTimer {
+    wall: Instant,
+    cpu: Duration,
+}
+
+impl CallTimer {
+    fn start() -> CallTimer {
+        CallTimer {
+            wall: Instant::now(),
+            cpu: thread_cpu_time(),
+        }
+    }
+
+    /// Raises the maxima to this call's times; a new longest call is logged (debug) with what
+    /// it handled, `call` (only formatted then).
+    fn record(
+        self,
+        max_wall: &mut Duration,
+        max_cpu: &mut Duration,
+        call: impl FnOnce() -> String,
+    ) {
+        let wall = self.wall.elapsed();
+        let cpu = thread_cpu_time().saturating_sub(self.cpu);
+        if wall > *max_wall || cpu > *max_cpu {
+            tracing::debug!(call = %call(), ?wall, ?cpu, "longest scheduler call so far");
+        }
+        *max_wall = (*max_wall).max(wall);
+        *max_cpu = (*max_cpu).max(cpu);
     }
 }
 
@@ -232,9 +289,11 @@ impl JobRun<'_> {
         loop {
             while let Some(event) = self.next_event() {
                 let now = self.now_ms();
-                let call = Instant::now();
+                let call = CallTimer::start();
                 let result = self.scheduler.handle(now, event.clone());
-                self.max_stall = self.max_stall.max(call.elapsed());
+                call.record(&mut self.max_stall, &mut self.max_cpu, || {
+                    format!("{event:?}")
+                });
                 match result {
                     Ok(mut commands) => {
                         self.finish_owed_work(&mut commands);
@@ -288,9 +347,11 @@ impl JobRun<'_> {
     /// be deployed in a later call than its consumer, whose descriptors must see it).
     fn finish_owed_work(&mut self, commands: &mut Vec<Command>) {
         while self.scheduler.has_pending_work() {
-            let call = Instant::now();
+            let call = CallTimer::start();
             let result = self.scheduler.continue_work();
-            self.max_stall = self.max_stall.max(call.elapsed());
+            call.record(&mut self.max_stall, &mut self.max_cpu, || {
+                "continue_work".into()
+            });
             match result {
                 Ok(more) => commands.extend(more),
                 Err(e) => {
@@ -410,10 +471,18 @@ impl JobRun<'_> {
                 job,
                 attempt,
                 state,
+                metrics,
             } => {
                 if !self.is_from_owner(from, job, attempt) {
                     return None;
                 }
+                self.data.on_state(
+                    &self.job.tasks,
+                    self.job.graph.as_ref(),
+                    attempt,
+                    &state,
+                    &metrics,
+                );
                 self.pending_acks.remove(&attempt);
                 let current = self.state_of(attempt);
                 match state {
@@ -429,6 +498,12 @@ impl JobRun<'_> {
                         partition_not_found,
                     } if !current.is_terminal() => {
                         tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, "task failed: {reason}");
+                        self.last_task_failure = Some(format!(
+                            "{}: {reason}",
+                            self.job
+                                .graph
+                                .execution_vertex_name(ExecutionVertexIndex(attempt.vertex))
+                        ));
                         let cause = match partition_not_found {
                             Some(p) => {
                                 FailureCause::PartitionNotFound(IntermediateResultPartitionId {
@@ -522,6 +597,7 @@ impl JobRun<'_> {
             }
         }
         let options = &self.job.options;
+        let job = self.job;
         let factory = &self.factory;
         let frames: Vec<Result<bytes::Bytes, String>> = deploys
             .par_iter()
@@ -532,7 +608,7 @@ impl JobRun<'_> {
                 let bytes = encode_tdd(&tdd).map_err(|e| e.to_string())?;
                 Ok(encode(&ToTaskManager::SubmitTask {
                     tdd: bytes::Bytes::from(bytes),
-                    task: synthetic_task(options, *a),
+                    task: task_spec(&job.tasks, &graph, options, *a),
                 }))
             })
             .collect();
@@ -582,6 +658,24 @@ impl JobRun<'_> {
                 record.job_tasks += n;
             }
         }
+    }
+}
+
+/// What an attempt runs: its vertex's word count task (with its subtask index), or a
+/// synthetic task.
+fn task_spec(
+    tasks: &[Option<WordCountTask>],
+    graph: &ExecutionGraph,
+    options: &JobOptions,
+    attempt: ExecutionAttemptId,
+) -> TaskSpec {
+    let id = graph.execution_vertex_id(ExecutionVertexIndex(attempt.vertex));
+    match tasks.get(id.job_vertex.idx()).and_then(Option::as_ref) {
+        Some(task) => TaskSpec::WordCount(WordCountTask {
+            subtask: id.subtask,
+            ..task.clone()
+        }),
+        None => TaskSpec::Synthetic(synthetic_task(options, attempt)),
     }
 }
 

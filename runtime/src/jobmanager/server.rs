@@ -87,6 +87,7 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
             blob_server_url: shared.blob_server_url.clone(),
             heartbeat_interval_ms: shared.config.heartbeat.interval_ms,
             heartbeat_timeout_ms: shared.config.heartbeat.timeout_ms,
+            running_jobs: shared.jobs.live(),
         })
     };
     match role {
@@ -216,6 +217,7 @@ async fn serve_task_manager(
                 job,
                 attempt,
                 state,
+                metrics,
                 stats,
             } => {
                 shared.registry.update_stats(id, stats);
@@ -226,6 +228,7 @@ async fn serve_task_manager(
                         job,
                         attempt,
                         state,
+                        metrics,
                     },
                 );
             }

@@ -13,7 +13,7 @@ use conflux_blob_api::{BlobKey, BlobReader, JobId};
 use conflux_common::Fnv1a64;
 use conflux_deploy::wire::{self, PayloadKind};
 use conflux_deploy::{
-    load_input_gate, MaybeOffloaded, SharedDecodedGroups, ShuffleDescriptorsCache,
+    load_input_gate, LoadedInputGate, MaybeOffloaded, SharedDecodedGroups, ShuffleDescriptorsCache,
     TaskDeploymentDescriptor, TaskInformation, DEFAULT_CACHE_BYTES,
 };
 use tokio::sync::oneshot;
@@ -22,9 +22,15 @@ enum Request {
     Load {
         tdd: Arc<TaskDeploymentDescriptor>,
         reader: Arc<BlobCache>,
-        reply: oneshot::Sender<Result<Arc<TaskInformation>, String>>,
+        reply: oneshot::Sender<Result<LoadedTask, String>>,
     },
     ClearJob(JobId),
+}
+
+/// A task's information and input gates (their descriptors shared with the cache).
+pub(crate) struct LoadedTask {
+    pub(crate) info: Arc<TaskInformation>,
+    pub(crate) gates: Vec<LoadedInputGate>,
 }
 
 /// The handle of the loading thread; the thread ends when the last handle is dropped.
@@ -50,11 +56,14 @@ impl GateLoader {
                         Request::Load { tdd, reader, reply } => {
                             let reader: &dyn BlobReader = reader.as_ref();
                             let result = information.get(&tdd, reader).and_then(|info| {
+                                let mut gates = Vec::with_capacity(tdd.input_gates.len());
                                 for (i, gate) in tdd.input_gates.iter().enumerate() {
-                                    load_input_gate(gate, tdd.job_id, reader, &mut cache)
-                                        .map_err(|e| format!("input gate {i}: {e}"))?;
+                                    gates.push(
+                                        load_input_gate(gate, tdd.job_id, reader, &mut cache)
+                                            .map_err(|e| format!("input gate {i}: {e}"))?,
+                                    );
                                 }
-                                Ok(info)
+                                Ok(LoadedTask { info, gates })
                             });
                             let _ = reply.send(result);
                         }
@@ -69,7 +78,7 @@ impl GateLoader {
     }
 
     /// Loads the task information and every input gate of `tdd` (offloaded data through
-    /// `reader`); returns the task information.
+    /// `reader`).
     ///
     /// # Errors
     /// What could not be loaded (task information, input gate *i*) and why.
@@ -77,7 +86,7 @@ impl GateLoader {
         &self,
         tdd: Arc<TaskDeploymentDescriptor>,
         reader: Arc<BlobCache>,
-    ) -> Result<Arc<TaskInformation>, String> {
+    ) -> Result<LoadedTask, String> {
         let (reply, answer) = oneshot::channel();
         self.requests
             .send(Request::Load { tdd, reader, reply })

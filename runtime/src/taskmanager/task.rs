@@ -1,70 +1,103 @@
-//! A synthetic task: it loads its task information and input gates as a real task would (descriptor groups from the
-//! TDD or through the blob cache, decoded once per TaskManager), reports RUNNING, runs for its
-//! duration and reports FINISHED (or FAILED when a failure is injected or an input cannot be
-//! loaded).
+//! A task's life on the TaskManager: it loads its task information and input gates as a real
+//! task would (descriptor groups from the TDD or through the blob cache, decoded once per
+//! TaskManager), reports RUNNING, runs (a synthetic task for its duration; a word count task
+//! its operators over real partitions) and reports FINISHED with its metrics, or FAILED (an
+//! injected failure, an input that cannot be loaded or read, a partition write that fails).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use conflux_deploy::TaskDeploymentDescriptor;
 
-use crate::protocol::{SyntheticTask, TaskState, ToJobManager};
+use crate::protocol::{SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager};
+use crate::taskmanager::wordcount;
 use crate::taskmanager::{lock, SessionContext};
 
-pub(crate) fn spawn(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: SyntheticTask) {
+pub(crate) fn spawn(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: TaskSpec) {
     let attempt = tdd.execution_attempt;
     let mut running = lock(&ctx.running);
     let handle = tokio::spawn(run(Arc::clone(&ctx), tdd, task));
     running.insert(attempt, handle.abort_handle());
 }
 
-fn report(ctx: &SessionContext, tdd: &TaskDeploymentDescriptor, state: TaskState) {
+fn report(
+    ctx: &SessionContext,
+    tdd: &TaskDeploymentDescriptor,
+    state: TaskState,
+    metrics: TaskMetrics,
+) {
     ctx.send(&ToJobManager::TaskStateChanged {
         job: tdd.job_id,
         attempt: tdd.execution_attempt,
         state,
+        metrics,
         stats: ctx.stats(),
     });
 }
 
-async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: SyntheticTask) {
+async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: TaskSpec) {
     let tdd = Arc::new(tdd);
     let loaded = ctx
         .gates
         .load(Arc::clone(&tdd), Arc::clone(&ctx.blob_cache))
         .await;
-    match loaded {
-        Ok(info) => tracing::debug!(
-            vertex = %info.job_vertex_id,
-            subtask = tdd.execution_attempt.vertex,
-            "task running"
-        ),
-        Err(reason) => {
-            report(
-                &ctx,
-                &tdd,
-                TaskState::Failed {
-                    reason,
-                    partition_not_found: None,
-                },
+    let loaded = match loaded {
+        Ok(loaded) => {
+            tracing::debug!(
+                vertex = %loaded.info.job_vertex_id,
+                subtask = tdd.execution_attempt.vertex,
+                "task running"
             );
+            loaded
+        }
+        Err(reason) => {
             lock(&ctx.running).remove(&tdd.execution_attempt);
+            let state = TaskState::Failed {
+                reason,
+                partition_not_found: None,
+            };
+            report(&ctx, &tdd, state, TaskMetrics::default());
             return;
         }
+    };
+    report(&ctx, &tdd, TaskState::Running, TaskMetrics::default());
+    let outcome = match task {
+        TaskSpec::Synthetic(task) => synthetic(task).await,
+        TaskSpec::WordCount(task) => {
+            wordcount::run(&ctx.wordcount, Arc::clone(&tdd), loaded.gates, task)
+                .await
+                .map_err(|f| TaskState::Failed {
+                    reason: f.reason,
+                    partition_not_found: f.partition_not_found,
+                })
+        }
+    };
+    // Removed before the final report: a cancel that comes later finds nothing to abort.
+    lock(&ctx.running).remove(&tdd.execution_attempt);
+    match outcome {
+        Ok(metrics) => report(&ctx, &tdd, TaskState::Finished, metrics),
+        Err(state) => {
+            if let TaskState::Failed { reason, .. } = &state {
+                tracing::info!(
+                    vertex = tdd.execution_attempt.vertex,
+                    "task failed: {reason}"
+                );
+            }
+            report(&ctx, &tdd, state, TaskMetrics::default());
+        }
     }
-    report(&ctx, &tdd, TaskState::Running);
+}
+
+async fn synthetic(task: SyntheticTask) -> Result<TaskMetrics, TaskState> {
     if task.duration_ms > 0 {
         tokio::time::sleep(Duration::from_millis(task.duration_ms)).await;
     }
-    // Removed before the final report: a cancel that comes later finds nothing to abort.
-    lock(&ctx.running).remove(&tdd.execution_attempt);
-    let state = if task.fail {
-        TaskState::Failed {
+    if task.fail {
+        Err(TaskState::Failed {
             reason: "injected failure".into(),
             partition_not_found: None,
-        }
+        })
     } else {
-        TaskState::Finished
-    };
-    report(&ctx, &tdd, state);
+        Ok(TaskMetrics::default())
+    }
 }

@@ -10,7 +10,7 @@ use conflux_deploy::ExecutionAttemptId;
 use conflux_graph::ResultPartitionType;
 use conflux_runtime::protocol::{
     ClientRequest, HandshakeReply, Hello, Role, TaskManagerRegistration, TaskManagerStats,
-    TaskState, ToJobManager, PROTOCOL_VERSION,
+    TaskMetrics, TaskState, ToJobManager, PROTOCOL_VERSION,
 };
 use conflux_runtime::{JobManager, JobManagerClient, JobManagerConfig};
 use tokio::io::AsyncWriteExt;
@@ -165,6 +165,7 @@ async fn random_truncated_and_oversized_frames_never_stop_the_jobmanager() {
                 vertex: 3,
                 attempt: 9,
             },
+            metrics: TaskMetrics::default(),
             state: TaskState::Failed {
                 reason: "x".repeat(10_000),
                 partition_not_found: None,
@@ -445,6 +446,7 @@ async fn a_task_state_from_a_task_manager_not_running_the_attempt_is_ignored() {
             attempt: 0,
         },
         state: TaskState::Finished,
+        metrics: TaskMetrics::default(),
         stats: TaskManagerStats::default(),
     };
     rogue

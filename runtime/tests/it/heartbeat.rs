@@ -224,6 +224,7 @@ async fn a_silent_jobmanager_is_lost_after_the_heartbeat_timeout() {
             blob_server_url: "http://127.0.0.1:9".into(),
             heartbeat_interval_ms: 50,
             heartbeat_timeout_ms: 300,
+            running_jobs: Vec::new(),
         })),
     ));
     let (mut first, _) = within(

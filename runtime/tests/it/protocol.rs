@@ -73,6 +73,9 @@ async fn word_count_finishes_on_two_task_managers_with_a_full_report() {
     assert!(report.wall_ms.deploy >= 0.0 && report.wall_ms.deploy <= report.wall_ms.total);
     assert!(report.max_heartbeat_rtt_ms >= 0.0);
     assert!(report.max_handler_stall_ms > 0.0);
+    assert!(report.max_handler_cpu_ms > 0.0);
+    // Clocks of different resolution: the CPU time may exceed the wall time by a tick.
+    assert!(report.max_handler_cpu_ms <= report.max_handler_stall_ms + 0.01);
     assert!(report.jobmanager_peak_rss_bytes > 0);
     assert_eq!(report.killed_task_manager, None);
     assert_eq!(report.kill_skipped, None);

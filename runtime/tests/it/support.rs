@@ -142,8 +142,7 @@ pub(crate) fn submission(job: Bytes, duration_ms: (u64, u64)) -> JobSubmission {
         options: JobOptions {
             seed: 7,
             task_duration_ms: duration_ms,
-            parallelism: None,
-            default_parallelism: None,
+            ..JobOptions::default()
         },
     }
 }

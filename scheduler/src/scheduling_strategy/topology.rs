@@ -126,6 +126,18 @@ impl SchedulingTopology {
         self.cross_region[g]
     }
 
+    /// The regions schedulable at the start: those consuming no non-pipelined group from
+    /// another region. O(regions + their consumed groups).
+    pub(crate) fn source_regions(&self, regions: &PipelinedRegions) -> Vec<PipelinedRegionIndex> {
+        regions
+            .indices()
+            .filter(|&region| {
+                self.non_pipelined_consumed_groups(region)
+                    .all(|g| !self.is_cross_region(g) && !self.is_external(g, region))
+            })
+            .collect()
+    }
+
     /// Heap bytes.
     pub(crate) fn heap_bytes(&self) -> usize {
         self.cross_region.capacity()

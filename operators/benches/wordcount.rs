@@ -1,0 +1,60 @@
+//! Words per second of the word count's two halves: a source subtask's source + route +
+//! encode into 32 KiB buffers, and a count subtask's decode + count.
+
+#![allow(missing_docs)] // criterion_group! generates undocumented items
+
+use conflux_operators::record::{encode, encoded_len};
+use conflux_operators::{KeyedWriter, Vocabulary, WordCounter, WordSource, Zipf};
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+
+const WORDS: u64 = 1_000_000;
+const BUFFER: usize = 32 * 1024;
+
+fn produce(c: &mut Criterion) {
+    let vocabulary = Vocabulary::new(1, 100_000).expect("valid");
+    let zipf = Zipf::new(vocabulary.len()).expect("valid");
+    let routes = vocabulary.routes(64, 128).expect("valid");
+    let mut g = c.benchmark_group("wordcount");
+    g.throughput(Throughput::Elements(WORDS));
+    g.bench_function("source_route_encode", |b| {
+        b.iter(|| {
+            let mut w = KeyedWriter::new(&routes, 64, BUFFER);
+            let mut bytes = 0usize;
+            let mut full = |_: u32, buf: &[u8]| -> Result<(), conflux_operators::EncodeError> {
+                bytes += buf.len();
+                Ok(())
+            };
+            for id in WordSource::new(&zipf, 1, 0, WORDS) {
+                w.write(id, vocabulary.word(id), &mut full).expect("fits");
+            }
+            w.flush(&mut full).expect("flushes");
+            black_box(bytes)
+        })
+    });
+    // The buffers one count subtask receives: 1 M words' records in 32 KiB buffers.
+    let mut buffers = Vec::new();
+    let mut buf = vec![0u8; BUFFER];
+    let mut len = 0;
+    for id in WordSource::new(&zipf, 1, 1, WORDS) {
+        let word = vocabulary.word(id);
+        if encoded_len(word) > BUFFER - len {
+            buffers.push(buf[..len].to_vec());
+            len = 0;
+        }
+        len += encode(word, &mut buf[len..]).expect("fits");
+    }
+    buffers.push(buf[..len].to_vec());
+    g.bench_function("decode_count", |b| {
+        b.iter(|| {
+            let mut counter = WordCounter::new();
+            for buf in &buffers {
+                counter.add_records(buf).expect("valid");
+            }
+            black_box(counter.total())
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, produce);
+criterion_main!(benches);

@@ -1,0 +1,142 @@
+//! The keyed exchange on the producer side: route each word to its consumer subtask (its
+//! subpartition) and pack its record into that subpartition's buffer, handing full buffers on.
+
+use crate::record::{encode, EncodeError};
+
+/// A source subtask's output: one buffer of `buffer_size` bytes per subpartition (consumer
+/// subtask), each filled with whole records and handed to a callback when the next record
+/// does not fit (as Flink's `RecordWriter` fills its `BufferBuilder`s). One record per word,
+/// no pre-aggregation. Memory: `subpartitions * buffer_size` bytes.
+#[derive(Debug)]
+pub struct KeyedWriter<'r> {
+    routes: &'r [u32],
+    buffers: Vec<Box<[u8]>>,
+    lens: Vec<usize>,
+    bytes: u64,
+    records: u64,
+}
+
+impl<'r> KeyedWriter<'r> {
+    /// A writer routing word id `i` to subpartition `routes[i]` (as
+    /// [`Vocabulary::routes`](crate::Vocabulary::routes) computes them) into buffers of
+    /// `buffer_size` bytes, one per subpartition in `0..subpartitions`.
+    pub fn new(routes: &'r [u32], subpartitions: u32, buffer_size: usize) -> KeyedWriter<'r> {
+        KeyedWriter {
+            routes,
+            buffers: (0..subpartitions)
+                .map(|_| vec![0u8; buffer_size].into_boxed_slice())
+                .collect(),
+            lens: vec![0; subpartitions as usize],
+            bytes: 0,
+            records: 0,
+        }
+    }
+
+    /// Writes the record of `word` (word id `id`) into its subpartition's buffer; when it does
+    /// not fit, first calls `full(subpartition, records)` with the buffer's bytes.
+    ///
+    /// # Errors
+    /// [`EncodeError::WordTooLong`] for a word longer than
+    /// [`MAX_WORD_BYTES`](crate::MAX_WORD_BYTES) and [`EncodeError::BufferFull`] for a record
+    /// larger than a whole buffer; the error of `full` as is.
+    ///
+    /// # Panics
+    /// When `id` has no route or its route is not a subpartition.
+    #[inline]
+    pub fn write<E: From<EncodeError>>(
+        &mut self,
+        id: u32,
+        word: &str,
+        full: &mut impl FnMut(u32, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let sub = self.routes[id as usize];
+        let s = sub as usize;
+        let n = match encode(word, &mut self.buffers[s][self.lens[s]..]) {
+            Ok(n) => n,
+            Err(EncodeError::BufferFull { .. }) if self.lens[s] > 0 => {
+                full(sub, &self.buffers[s][..self.lens[s]])?;
+                self.lens[s] = 0;
+                encode(word, &mut self.buffers[s])?
+            }
+            Err(e) => return Err(e.into()),
+        };
+        self.lens[s] += n;
+        self.bytes += n as u64;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Hands every non-empty buffer to `full`, in subpartition order (the end of the input).
+    ///
+    /// # Errors
+    /// The error of `full` as is.
+    pub fn flush<E>(
+        &mut self,
+        full: &mut impl FnMut(u32, &[u8]) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (s, buf) in self.buffers.iter().enumerate() {
+            if self.lens[s] > 0 {
+                // s < subpartitions, a u32.
+                let sub = u32::try_from(s).unwrap_or(u32::MAX);
+                full(sub, &buf[..self.lens[s]])?;
+                self.lens[s] = 0;
+            }
+        }
+        Ok(())
+    }
+
+    /// Serialised bytes written so far (records, framing included).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::decode;
+
+    #[test]
+    fn routes_and_packs_whole_records() {
+        let routes = [1, 0, 1];
+        let words = ["aa", "b", "cc"];
+        let mut w = KeyedWriter::new(&routes, 2, 6);
+        let mut out: Vec<(u32, Vec<u8>)> = Vec::new();
+        let mut full = |s: u32, b: &[u8]| -> Result<(), EncodeError> {
+            out.push((s, b.to_vec()));
+            Ok(())
+        };
+        for id in [0u32, 2, 1, 0, 2] {
+            w.write(id, words[id as usize], &mut full).expect("fits");
+        }
+        w.flush(&mut full).expect("flushes");
+        // Subpartition 1 gets "aa", "cc" (6 bytes, full), then "aa", "cc" again.
+        assert_eq!(
+            out,
+            [
+                (1, vec![2, b'a', b'a', 2, b'c', b'c']),
+                (0, vec![1, b'b']),
+                (1, vec![2, b'a', b'a', 2, b'c', b'c']),
+            ]
+        );
+        assert_eq!((w.bytes(), w.records()), (14, 5));
+        let words: Vec<&str> = decode(&out[1].1).collect::<Result<_, _>>().expect("valid");
+        assert_eq!(words, ["b"]);
+        // A record larger than a buffer is an error, not a loop.
+        let mut w = KeyedWriter::new(&routes, 2, 2);
+        let mut never = |_: u32, _: &[u8]| -> Result<(), EncodeError> { Ok(()) };
+        let e = w.write(0, "aaa", &mut never).expect_err("too big");
+        assert_eq!(
+            e,
+            EncodeError::BufferFull {
+                needed: 4,
+                available: 2
+            }
+        );
+    }
+}

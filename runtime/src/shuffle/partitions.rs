@@ -1,0 +1,251 @@
+//! The partitions a TaskManager holds (Flink's `ResultPartitionManager`): BLOCKING ones as
+//! files in its data directory, PIPELINED ones as bounded queues per subpartition between a
+//! running producer and its consumers' channels.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use conflux_blob_api::JobId;
+use conflux_deploy::ResultPartitionId;
+use tokio::sync::mpsc;
+
+use crate::protocol::PartitionRef;
+use crate::shuffle::quota::DiskQuota;
+
+/// What a pipelined subpartition's queue carries.
+#[derive(Debug)]
+pub(crate) enum PipelinedItem {
+    /// A buffer of whole records.
+    Buffer(Bytes),
+    /// The producer finished: nothing follows.
+    End,
+}
+
+/// A running producer's PIPELINED partition: per subpartition a queue of at most `credit`
+/// buffers, so a slow consumer back-pressures the producer (the producer waits for room)
+/// instead of growing its memory. Each subpartition is read once.
+#[derive(Debug)]
+pub(crate) struct PipelinedPartition {
+    receivers: Vec<Mutex<Option<mpsc::Receiver<PipelinedItem>>>>,
+    /// Bytes in the queues now, and the most ever.
+    buffered: AtomicU64,
+    peak_buffered: AtomicU64,
+}
+
+impl PipelinedPartition {
+    /// A partition of `subpartitions` queues of `credit` buffers each, and the producer's ends.
+    pub(crate) fn new(
+        subpartitions: u32,
+        credit: usize,
+    ) -> (Arc<PipelinedPartition>, Vec<mpsc::Sender<PipelinedItem>>) {
+        let (senders, receivers): (Vec<_>, Vec<_>) = (0..subpartitions)
+            .map(|_| {
+                let (tx, rx) = mpsc::channel(credit.max(1));
+                (tx, Mutex::new(Some(rx)))
+            })
+            .unzip();
+        let partition = PipelinedPartition {
+            receivers,
+            buffered: AtomicU64::new(0),
+            peak_buffered: AtomicU64::new(0),
+        };
+        (Arc::new(partition), senders)
+    }
+
+    /// Takes subpartition `s`'s queue for a consumer; `None` when it does not exist or was
+    /// taken.
+    pub(crate) fn take(&self, s: u32) -> Option<mpsc::Receiver<PipelinedItem>> {
+        self.receivers.get(s as usize).and_then(|r| {
+            r.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
+        })
+    }
+
+    /// A buffer of `bytes` entered a queue.
+    pub(crate) fn queued(&self, bytes: u64) {
+        let now = self.buffered.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak_buffered.fetch_max(now, Ordering::Relaxed);
+    }
+
+    /// A buffer of `bytes` left a queue for the network.
+    pub(crate) fn dequeued(&self, bytes: u64) {
+        self.buffered.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    /// The most bytes its queues held at once.
+    pub(crate) fn peak_buffered(&self) -> u64 {
+        self.peak_buffered.load(Ordering::Relaxed)
+    }
+}
+
+/// A partition as a consumer's request finds it.
+#[derive(Clone, Debug)]
+pub(crate) enum Partition {
+    /// A finished BLOCKING partition's file.
+    Blocking(PathBuf),
+    /// A running producer's PIPELINED partition.
+    Pipelined(Arc<PipelinedPartition>),
+}
+
+/// The partitions of one TaskManager, by job and partition (with its producing attempt).
+#[derive(Debug)]
+pub(crate) struct ResultPartitionManager {
+    data_dir: PathBuf,
+    quota: Arc<DiskQuota>,
+    partitions: Mutex<HashMap<(JobId, ResultPartitionId), (Partition, u64)>>,
+}
+
+impl ResultPartitionManager {
+    /// Partitions under `data_dir/partitions`, written within `quota`.
+    pub(crate) fn new(data_dir: &Path, quota: Arc<DiskQuota>) -> ResultPartitionManager {
+        ResultPartitionManager {
+            data_dir: data_dir.join("partitions"),
+            quota,
+            partitions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<(JobId, ResultPartitionId), (Partition, u64)>> {
+        self.partitions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The data directory's quota.
+    pub(crate) fn quota(&self) -> &Arc<DiskQuota> {
+        &self.quota
+    }
+
+    fn job_dir(&self, job: JobId) -> PathBuf {
+        self.data_dir.join(format!("job_{job}"))
+    }
+
+    /// Where a BLOCKING partition's file goes (its job's directory is created).
+    ///
+    /// # Errors
+    /// When the job's directory cannot be created.
+    pub(crate) fn blocking_path(
+        &self,
+        job: JobId,
+        id: ResultPartitionId,
+    ) -> std::io::Result<PathBuf> {
+        let dir = self.job_dir(job);
+        std::fs::create_dir_all(&dir)?;
+        Ok(dir.join(format!(
+            "result_{}_partition_{}_attempt_{}_{}.part",
+            id.result, id.partition, id.producer.vertex, id.producer.attempt
+        )))
+    }
+
+    /// Registers a finished BLOCKING partition's file of `bytes` bytes.
+    pub(crate) fn register_blocking(
+        &self,
+        job: JobId,
+        id: ResultPartitionId,
+        path: PathBuf,
+        bytes: u64,
+    ) {
+        self.lock()
+            .insert((job, id), (Partition::Blocking(path), bytes));
+    }
+
+    /// Registers a PIPELINED partition as its producer starts.
+    pub(crate) fn register_pipelined(
+        &self,
+        job: JobId,
+        id: ResultPartitionId,
+        p: Arc<PipelinedPartition>,
+    ) {
+        self.lock().insert((job, id), (Partition::Pipelined(p), 0));
+    }
+
+    /// The partition a consumer asks for.
+    pub(crate) fn get(&self, job: JobId, id: ResultPartitionId) -> Option<Partition> {
+        self.lock().get(&(job, id)).map(|(p, _)| p.clone())
+    }
+
+    fn delete(&self, removed: Vec<(Partition, u64)>) {
+        for (partition, bytes) in removed {
+            if let Partition::Blocking(path) = partition {
+                match std::fs::remove_file(&path) {
+                    Ok(()) => self.quota.release(bytes),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.quota.release(bytes),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), "deleting a released partition: {e}")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Releases partitions (Flink's `releasePartitions`): every attempt's file of each is
+    /// deleted. Returns how many partitions were held.
+    pub(crate) fn release(&self, job: JobId, partitions: &[PartitionRef]) -> usize {
+        let wanted: std::collections::HashSet<(u32, u32)> =
+            partitions.iter().map(|p| (p.result, p.partition)).collect();
+        let removed: Vec<(Partition, u64)> = {
+            let mut map = self.lock();
+            let keys: Vec<_> = map
+                .keys()
+                .filter(|(j, id)| *j == job && wanted.contains(&(id.result, id.partition)))
+                .copied()
+                .collect();
+            keys.iter().filter_map(|k| map.remove(k)).collect()
+        };
+        let n = removed.len();
+        self.delete(removed);
+        n
+    }
+
+    /// Drops everything of an ended job and deletes its directory.
+    pub(crate) fn release_job(&self, job: JobId) {
+        let removed: Vec<(Partition, u64)> = {
+            let mut map = self.lock();
+            let keys: Vec<_> = map.keys().filter(|(j, _)| *j == job).copied().collect();
+            keys.iter().filter_map(|k| map.remove(k)).collect()
+        };
+        self.delete(removed);
+        let dir = self.job_dir(job);
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(dir = %dir.display(), "deleting an ended job's partitions: {e}");
+            }
+        }
+    }
+
+    /// At registration: deletes the partition directories of jobs the JobManager does not
+    /// run (left by an earlier life of this TaskManager). Returns the directories deleted.
+    pub(crate) fn sweep(&self, running: &[JobId]) -> usize {
+        let keep: std::collections::HashSet<String> =
+            running.iter().map(|j| format!("job_{j}")).collect();
+        let Ok(entries) = std::fs::read_dir(&self.data_dir) else {
+            return 0;
+        };
+        let mut deleted = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("job_") && !keep.contains(&name) {
+                let held: bool = {
+                    let map = self.lock();
+                    map.keys().any(|(j, _)| format!("job_{j}") == name)
+                };
+                if held {
+                    continue;
+                }
+                match std::fs::remove_dir_all(entry.path()) {
+                    Ok(()) => deleted += 1,
+                    Err(e) => {
+                        tracing::warn!(dir = %entry.path().display(), "sweeping old partitions: {e}")
+                    }
+                }
+            }
+        }
+        deleted
+    }
+}

@@ -1,0 +1,341 @@
+//! The word count's tasks on the TaskManager: a source that generates its seeded words, routes
+//! each to its consumer subtask and writes one record per word into its result partition (a
+//! file when BLOCKING, bounded queues when PIPELINED); and a count task that reads every input
+//! channel its TDD names through the producers' data servers, counts, and writes its sink
+//! file. The computing runs on the blocking pool; the network on tokio.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use conflux_deploy::{LoadedInputGate, ShuffleDescriptor, TaskDeploymentDescriptor};
+use conflux_operators::{
+    write_counts, KeyedWriter, Vocabulary, WordCountConfig, WordCounter, WordSource, Zipf,
+};
+use tokio::sync::mpsc;
+
+use crate::protocol::{PartitionRef, TaskMetrics, WordCountRole, WordCountTask};
+use crate::shuffle::input::{spawn_readers, InputChannel, InputEvent, InputSettings};
+use crate::shuffle::partition_file::{PartitionFileWriter, MAX_BUFFER_BYTES};
+use crate::shuffle::partitions::{PipelinedItem, PipelinedPartition, ResultPartitionManager};
+
+/// Why a word count task failed.
+#[derive(Debug)]
+pub(crate) struct TaskFailure {
+    pub(crate) reason: String,
+    pub(crate) partition_not_found: Option<PartitionRef>,
+}
+
+impl TaskFailure {
+    fn new(reason: impl std::fmt::Display) -> TaskFailure {
+        TaskFailure {
+            reason: reason.to_string(),
+            partition_not_found: None,
+        }
+    }
+}
+
+impl From<conflux_operators::EncodeError> for TaskFailure {
+    fn from(e: conflux_operators::EncodeError) -> TaskFailure {
+        TaskFailure::new(e)
+    }
+}
+
+/// Routes depend on the vocabulary (seed, size), the consumers' parallelism and max
+/// parallelism.
+type RoutesKey = (u64, u32, u32, u32);
+
+/// What word count tasks of one TaskManager share: vocabularies, Zipf tables and routes are
+/// built once per TaskManager, not per task.
+#[derive(Default)]
+pub(crate) struct WordCountShared {
+    vocabularies: Mutex<HashMap<(u64, u32), Arc<Vocabulary>>>,
+    zipfs: Mutex<HashMap<u32, Arc<Zipf>>>,
+    routes: Mutex<HashMap<RoutesKey, Arc<Vec<u32>>>>,
+}
+
+fn cached<K: std::hash::Hash + Eq, V>(
+    map: &Mutex<HashMap<K, Arc<V>>>,
+    key: K,
+    make: impl FnOnce() -> Result<V, conflux_operators::OperatorError>,
+) -> Result<Arc<V>, TaskFailure> {
+    let mut map = map
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(v) = map.get(&key) {
+        return Ok(Arc::clone(v));
+    }
+    let v = Arc::new(make().map_err(TaskFailure::new)?);
+    map.insert(key, Arc::clone(&v));
+    Ok(v)
+}
+
+/// Sets the task's cancel flag when dropped: an aborted task's blocking half stops at its next
+/// check.
+pub(crate) struct CancelOnDrop(pub(crate) Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+fn cancelled(flag: &AtomicBool) -> Result<(), TaskFailure> {
+    if flag.load(Ordering::Relaxed) {
+        Err(TaskFailure::new("cancelled"))
+    } else {
+        Ok(())
+    }
+}
+
+/// What a running word count task needs of its TaskManager.
+pub(crate) struct WordCountContext {
+    pub(crate) shared: Arc<WordCountShared>,
+    pub(crate) partitions: Arc<ResultPartitionManager>,
+    pub(crate) token: Option<String>,
+}
+
+/// Runs the task to its end; its metrics or why it failed.
+pub(crate) async fn run(
+    ctx: &WordCountContext,
+    tdd: Arc<TaskDeploymentDescriptor>,
+    gates: Vec<LoadedInputGate>,
+    task: WordCountTask,
+) -> Result<TaskMetrics, TaskFailure> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let _guard = CancelOnDrop(Arc::clone(&cancel));
+    match task.role {
+        WordCountRole::Source {
+            consumer_max_parallelism,
+        } => {
+            let shared = Arc::clone(&ctx.shared);
+            let partitions = Arc::clone(&ctx.partitions);
+            let runtime = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || {
+                run_source(
+                    &shared,
+                    &partitions,
+                    &tdd,
+                    &task,
+                    consumer_max_parallelism,
+                    &cancel,
+                    &runtime,
+                )
+            })
+            .await
+            .map_err(|e| TaskFailure::new(format!("source thread: {e}")))?
+        }
+        WordCountRole::Count => {
+            let mut channels = Vec::new();
+            for (descriptor_gate, loaded) in tdd.input_gates.iter().zip(&gates) {
+                let range = descriptor_gate.consumed_subpartitions.clone();
+                let pipelined = !descriptor_gate
+                    .partition_type
+                    .is_blocking_or_blocking_persistent();
+                for d in loaded.descriptors() {
+                    match *d {
+                        ShuffleDescriptor::Known {
+                            partition,
+                            producer_location,
+                            ..
+                        } => channels.push(InputChannel {
+                            partition,
+                            address: producer_location.data_address,
+                            subpartitions: (*range.start(), *range.end()),
+                            pipelined,
+                        }),
+                        ShuffleDescriptor::Unknown { partition } => {
+                            return Err(TaskFailure::new(format!(
+                                "partition {} of result {}: producer location unknown \
+                                 (partition updates are not supported)",
+                                partition.partition, partition.result
+                            )))
+                        }
+                    }
+                }
+            }
+            let settings = Arc::new(InputSettings {
+                job: tdd.job_id,
+                token: ctx.token.clone(),
+                credit: task.credit.max(1),
+                attempts: 6,
+                backoff: Duration::from_millis(50),
+            });
+            let n = channels.len();
+            let capacity = (n * task.credit.max(1) as usize).clamp(1, 1 << 16);
+            let (events_tx, events) = mpsc::channel(capacity);
+            // Aborted with this future (a cancelled task).
+            let _readers = spawn_readers(channels, settings, events_tx);
+            tokio::task::spawn_blocking(move || run_count(events, n, &task, &cancel))
+                .await
+                .map_err(|e| TaskFailure::new(format!("count thread: {e}")))?
+        }
+    }
+}
+
+fn run_source(
+    shared: &WordCountShared,
+    partitions: &ResultPartitionManager,
+    tdd: &TaskDeploymentDescriptor,
+    task: &WordCountTask,
+    consumer_max_parallelism: u32,
+    cancel: &AtomicBool,
+    runtime: &tokio::runtime::Handle,
+) -> Result<TaskMetrics, TaskFailure> {
+    let config =
+        WordCountConfig::from_config(task.config.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .map_err(TaskFailure::new)?;
+    let [produced] = tdd.produced_partitions.as_slice() else {
+        return Err(TaskFailure::new(format!(
+            "a word count source produces one partition, this one {}",
+            tdd.produced_partitions.len()
+        )));
+    };
+    let subpartitions = produced.number_of_subpartitions;
+    let vocabulary = cached(
+        &shared.vocabularies,
+        (config.seed, config.vocabulary),
+        || Vocabulary::new(config.seed, config.vocabulary),
+    )?;
+    let zipf = cached(&shared.zipfs, config.vocabulary, || {
+        Zipf::new(config.vocabulary)
+    })?;
+    let routes = cached(
+        &shared.routes,
+        (
+            config.seed,
+            config.vocabulary,
+            subpartitions,
+            consumer_max_parallelism,
+        ),
+        || vocabulary.routes(subpartitions, consumer_max_parallelism),
+    )?;
+    let subtask = produced.partition.partition;
+    let job = tdd.job_id;
+    let id = produced.partition;
+    let words = WordSource::new(&zipf, config.seed, subtask, config.words_per_source);
+    let mut writer = KeyedWriter::new(&routes, subpartitions, MAX_BUFFER_BYTES);
+    let mut peak_buffered = 0;
+    if produced.partition_type.is_blocking_or_blocking_persistent() {
+        let path = partitions
+            .blocking_path(job, id)
+            .map_err(|e| TaskFailure::new(format!("partition directory: {e}")))?;
+        let mut file = PartitionFileWriter::create(
+            path.clone(),
+            subpartitions,
+            Arc::clone(partitions.quota()),
+        )
+        .map_err(TaskFailure::new)?;
+        let mut append = |s: u32, buf: &[u8]| file.append(s, buf).map_err(TaskFailure::new);
+        for (n, word) in words.enumerate() {
+            if n % 65_536 == 0 {
+                cancelled(cancel)?;
+            }
+            writer.write(word, vocabulary.word(word), &mut append)?;
+        }
+        writer.flush(&mut append)?;
+        let size = file.finish().map_err(TaskFailure::new)?;
+        partitions.register_blocking(job, id, path, size);
+    } else {
+        let (partition, senders) = PipelinedPartition::new(subpartitions, task.credit as usize);
+        partitions.register_pipelined(job, id, Arc::clone(&partition));
+        let send = |s: u32, item: PipelinedItem| -> Result<(), TaskFailure> {
+            let tx = &senders[s as usize];
+            // Waits for room (back-pressure) in slices, so a cancelled task stops.
+            loop {
+                cancelled(cancel)?;
+                let permit = runtime.block_on(async {
+                    tokio::time::timeout(Duration::from_millis(50), tx.reserve()).await
+                });
+                match permit {
+                    Ok(Ok(permit)) => {
+                        if let PipelinedItem::Buffer(data) = &item {
+                            // Counted once it has room: the queue's bound is the credit.
+                            partition.queued(data.len() as u64);
+                        }
+                        permit.send(item);
+                        return Ok(());
+                    }
+                    Ok(Err(_)) => {
+                        return Err(TaskFailure::new(format!(
+                            "subpartition {s}: its consumer is gone"
+                        )))
+                    }
+                    Err(_) => {}
+                }
+            }
+        };
+        let mut full = |s: u32, buf: &[u8]| -> Result<(), TaskFailure> {
+            send(s, PipelinedItem::Buffer(Bytes::copy_from_slice(buf)))
+        };
+        for (n, word) in words.enumerate() {
+            if n % 65_536 == 0 {
+                cancelled(cancel)?;
+            }
+            writer.write(word, vocabulary.word(word), &mut full)?;
+        }
+        writer.flush(&mut full)?;
+        for s in 0..subpartitions {
+            send(s, PipelinedItem::End)?;
+        }
+        peak_buffered = partition.peak_buffered();
+    }
+    Ok(TaskMetrics {
+        records_out: writer.records(),
+        bytes_out: writer.bytes(),
+        records_in: 0,
+        peak_buffered_bytes: peak_buffered,
+    })
+}
+
+fn run_count(
+    mut events: mpsc::Receiver<InputEvent>,
+    channels: usize,
+    task: &WordCountTask,
+    cancel: &AtomicBool,
+) -> Result<TaskMetrics, TaskFailure> {
+    let mut counter = WordCounter::new();
+    let mut ended = 0;
+    let delay = Duration::from_micros(task.sink_delay_us);
+    while ended < channels {
+        cancelled(cancel)?;
+        match events.blocking_recv() {
+            Some(InputEvent::Buffer { data, credit }) => {
+                counter
+                    .add_records(&data)
+                    .map_err(|e| TaskFailure::new(format!("input buffer: {e}")))?;
+                if !delay.is_zero() {
+                    std::thread::sleep(delay);
+                }
+                credit.give_back();
+            }
+            Some(InputEvent::ChannelEnded) => ended += 1,
+            Some(InputEvent::Failed { partition, reason }) => {
+                return Err(TaskFailure {
+                    reason: format!(
+                        "partition {} of result {} not found: {reason}",
+                        partition.partition, partition.result
+                    ),
+                    partition_not_found: Some(PartitionRef {
+                        result: partition.result,
+                        partition: partition.partition,
+                    }),
+                });
+            }
+            None => return Err(TaskFailure::new("the input readers stopped")),
+        }
+    }
+    if let Some(dir) = &task.output_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| TaskFailure::new(format!("output directory {}: {e}", dir.display())))?;
+        write_counts(dir, task.subtask, &counter.sorted()).map_err(TaskFailure::new)?;
+    }
+    Ok(TaskMetrics {
+        records_out: 0,
+        bytes_out: 0,
+        records_in: counter.total(),
+        peak_buffered_bytes: 0,
+    })
+}

@@ -1,0 +1,180 @@
+//! The data plane end to end on an in-process JobManager and TaskManagers: word counts whose
+//! output is checked against the counts computed from the seeds alone, pipelined credit, the
+//! data directory quota, and partition files deleted when the job ends.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use conflux_operators::{verify_output, WordCountConfig, WordCountJob};
+use conflux_runtime::protocol::{JobOptions, JobSubmission};
+use conflux_runtime::JobReport;
+
+use crate::support::{
+    jm_config, run_job, start_jm, tm_config, wait_for_task_managers, wait_until, Tm,
+};
+
+const SOURCES: u32 = 4;
+const COUNTERS: u32 = 3;
+const WORDS_PER_SOURCE: u64 = 20_000;
+const VOCABULARY: u32 = 2_000;
+const SEED: u64 = 11;
+
+/// A word count of 4 sources and 3 counters joined all-to-all by `partition_type`.
+fn word_count_job(job_type: &str, partition_type: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"name":"word count","job_type":"{job_type}","vertices":[
+            {{"id":"source","parallelism":{SOURCES},"invokable":"wordcount-source",
+              "config":{{"words-per-source":"{WORDS_PER_SOURCE}","vocabulary":"{VOCABULARY}","seed":"{SEED}"}}}},
+            {{"id":"count","parallelism":{COUNTERS},"invokable":"wordcount-count"}}],
+          "edges":[{{"source":"source","target":"count","distribution_pattern":"all_to_all",
+              "result_partition_type":"{partition_type}","ship_strategy":"HASH[word]"}}]}}"#
+    ))
+}
+
+fn expected_job() -> WordCountJob {
+    WordCountJob {
+        config: WordCountConfig {
+            seed: SEED,
+            vocabulary: VOCABULARY,
+            words_per_source: WORDS_PER_SOURCE,
+        },
+        sources: SOURCES,
+        counters: COUNTERS,
+        // Flink's default for a vertex of parallelism 3: 128 key groups.
+        max_parallelism: 128,
+    }
+}
+
+fn submission(job: Bytes, output: &Path, credit: u32, sink_delay_us: u64) -> JobSubmission {
+    JobSubmission {
+        job,
+        source: "wordcount.json".into(),
+        options: JobOptions {
+            output_dir: Some(output.to_owned()),
+            credit,
+            sink_delay_us,
+            ..JobOptions::default()
+        },
+    }
+}
+
+/// Partition files (finished or being written) under `dir`.
+fn partition_files(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.to_string_lossy().contains(".part") {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+async fn run_on_two_task_managers(
+    dir: &Path,
+    job: Bytes,
+    credit: u32,
+    sink_delay_us: u64,
+    quota: Option<u64>,
+) -> JobReport {
+    let mut config = jm_config(dir);
+    if quota.is_some() {
+        config.scheduler.restart = conflux_scheduler::RestartStrategy::FixedDelay {
+            attempts: 0,
+            delay_ms: 0,
+        };
+    }
+    let jm = start_jm(config).await;
+    let address = jm.address().to_string();
+    let mut tms = Vec::new();
+    for name in ["tm-a", "tm-b"] {
+        let mut config = tm_config(&address, 4, &dir.join(name));
+        config.data_dir_max_bytes = quota;
+        tms.push(Tm::spawn(config));
+    }
+    wait_for_task_managers(&jm, 2).await;
+    let submission = submission(job, &dir.join("out"), credit, sink_delay_us);
+    let report = run_job(&jm, submission, Duration::from_secs(60)).await;
+    // The job's end deletes its partitions on every TaskManager.
+    wait_until(
+        "the partition files are deleted",
+        Duration::from_secs(10),
+        || partition_files(dir).is_empty(),
+    )
+    .await;
+    report
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_word_count_counts_every_word() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report =
+        run_on_two_task_managers(dir.path(), word_count_job("batch", "blocking"), 4, 0, None).await;
+    assert_eq!(report.status, "FINISHED", "{report:?}");
+    let data = report.data.expect("a data report");
+    assert_eq!(data.words, u64::from(SOURCES) * WORDS_PER_SOURCE);
+    // One record per word, each at least a length byte and one byte of text.
+    assert!(data.shuffle_bytes >= 2 * data.words, "{data:?}");
+    assert_eq!(
+        data.peak_buffered_bytes, 0,
+        "blocking partitions buffer nothing"
+    );
+    assert_eq!(data.reruns.values().sum::<u64>(), 0, "{data:?}");
+    let verification = verify_output(&expected_job(), &dir.path().join("out")).expect("verifies");
+    assert!(verification.verified(), "{verification:?}");
+    assert_eq!(verification.words_found, data.words);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_word_count_with_a_slow_sink_stays_within_its_credit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let report = run_on_two_task_managers(
+        dir.path(),
+        word_count_job("streaming", "pipelined_bounded"),
+        2,
+        300,
+        None,
+    )
+    .await;
+    assert_eq!(report.status, "FINISHED", "{report:?}");
+    let data = report.data.expect("a data report");
+    assert_eq!(data.words, u64::from(SOURCES) * WORDS_PER_SOURCE);
+    // 3 subpartitions x 2 buffers x 32 KiB.
+    assert_eq!(data.buffered_bytes_bound, 3 * 2 * 32 * 1024);
+    assert!(
+        data.peak_buffered_bytes > 0 && data.peak_buffered_bytes <= data.buffered_bytes_bound,
+        "{data:?}"
+    );
+    let verification = verify_output(&expected_job(), &dir.path().join("out")).expect("verifies");
+    assert!(verification.verified(), "{verification:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_data_directory_fails_the_job_naming_the_quota() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A source writes about 90 KB: past a quota of 50,000 bytes.
+    let report = run_on_two_task_managers(
+        dir.path(),
+        word_count_job("batch", "blocking"),
+        4,
+        0,
+        Some(50_000),
+    )
+    .await;
+    assert_eq!(report.status, "FAILED", "{report:?}");
+    let reason = report.failure_reason.unwrap_or_default();
+    assert!(reason.contains("quota of 50000 bytes exceeded"), "{reason}");
+    // No sink wrote anything: no consumer ever ran on a partial partition.
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("out"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0
+    );
+}

@@ -333,6 +333,16 @@ fn plan_viewer_draws_and_edits_a_flink_plan_in_chromium() {
         json!(format!("State compatibility 1 \u{2192} 2: {verdict}"))
     );
 
+    // An edge's numbers are the service's.
+    page.eval(
+        "document.querySelector('g.edge[data-index=\"0\"]').dispatchEvent(new MouseEvent('click', {bubbles: true})); true",
+    );
+    page.wait_for("document.querySelector('[data-stat=edge-channels]')");
+    assert_eq!(
+        Some(page.number("[data-stat=edge-channels]")),
+        v2["edges"][0]["channels"].as_u64()
+    );
+
     // A generated 200-vertex plan opened by URL: the time from the page load to the drawn graph.
     let (plan, edges) = layered_plan();
     let (status, created) = http(&base, "POST", "/v1/plans", &plan);

@@ -58,12 +58,18 @@ pub enum PlanError {
         reason: String,
     },
     /// A version number the plan does not have.
-    #[error("unknown version {version} (the plan has versions 1 to {latest})")]
+    #[error("unknown version {version} (the newest is {latest}; removed versions are gone)")]
     UnknownVersion {
         /// The version asked for.
         version: u32,
         /// The newest version.
         latest: u32,
+    },
+    /// Removing the only version left of a plan (a plan has at least one; remove the plan).
+    #[error("version {version} is the plan's only version: delete the plan instead")]
+    LastVersion {
+        /// The version asked for.
+        version: u32,
     },
     /// A Flink compiled plan (FLIP-190) that is not valid JSON or lacks what is needed.
     #[error("compiled plan: {0}")]

@@ -2,8 +2,12 @@
 //! endpoints (axum on tokio, hyper's HTTP/1 server). Plans live in memory; statistics are
 //! computed once per version and served from a cache afterwards.
 //!
-//! Every error is `{"error": "...", "code": "..."}` with a 4xx status naming the problem (5xx
-//! only for bugs). Request bodies are capped ([`ServiceConfig::max_body_bytes`]); query strings
+//! Endpoints live under `/v1` (the same paths without prefix are deprecated aliases that answer
+//! the same); creation answers 201 with a `Location`; plans and versions are removed with
+//! `DELETE`. Every error is Flink's `{"errors": ["..."]}` plus a stable `code`, with a 4xx
+//! status naming the problem (5xx only for bugs), also for what axum rejects itself. The OpenAPI
+//! document is generated from the handlers (utoipa) and served at `/v1/openapi.json`; the plan
+//! viewer, a page embedded in the binary, at `/`. Request bodies are capped ([`ServiceConfig::max_body_bytes`]); query strings
 //! are parsed by axum's `Query` extractor, and one that cannot be read is a 400 `bad_query`.
 //! Every request is logged with `tracing` (method, path, status, duration). The README lists
 //! the endpoints.
@@ -20,8 +24,8 @@
 //!
 //! The code: `config` (settings), `connections` (accept loop and timeouts), `trace` (request
 //! logging), `query` and `api_error` (what comes in and goes out), `state` (the shared state
-//! and the computation limit), `store` (plans within the budget), and the endpoints in
-//! `plans`, `statistics` and `analyses`.
+//! and the computation limit), `store` (plans within the budget), the endpoints in
+//! `plans`, `statistics` and `analyses`, and `web` (the plan viewer's embedded page).
 
 mod analyses;
 mod api_error;
@@ -33,51 +37,111 @@ mod state;
 mod statistics;
 mod store;
 mod trace;
+mod web;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
 use axum::Router;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 pub use config::ServiceConfig;
 
-use api_error::{bytes_response, ApiError};
+use api_error::{bytes_response, ApiError, ApiResult};
 use state::AppState;
 
-/// The service's routes, with a fresh in-memory store.
+/// The prefix of the current API version: every endpoint is served under it.
+pub const API_PREFIX: &str = "/v1";
+
+/// The OpenAPI document's fixed parts; the paths come from the handlers' `#[utoipa::path]`.
+#[derive(OpenApi)]
+#[openapi(info(
+    title = "Conflux planning service",
+    description = "Plan statistics, versioned edits, diffs, state compatibility and rescaling of \
+        Flink job graphs and JSON plans (`conflux serve`). Errors are `{\"errors\": [...], \
+        \"code\": ...}` with a 4xx status (5xx only for bugs). The same endpoints without the \
+        `/v1` prefix are kept as deprecated aliases."
+))]
+struct ApiDoc;
+
+/// `GET /health`.
+#[utoipa::path(get, path = "/health", tag = "service",
+    responses((status = 200, description = "`{\"status\": \"ok\"}`", body = Object)))]
+async fn health() -> axum::response::Response {
+    bytes_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
+}
+
+/// `GET /openapi.json`: this document.
+#[utoipa::path(get, path = "/openapi.json", tag = "service",
+    responses((status = 200, description = "the OpenAPI 3.1 document of the service", body = Object)))]
+async fn openapi_json(State(state): State<Arc<AppState>>) -> ApiResult {
+    let doc = state
+        .openapi
+        .get()
+        .ok_or_else(|| ApiError::bug("bug: the OpenAPI document was not set"))?;
+    Ok(bytes_response(StatusCode::OK, doc.clone()))
+}
+
+/// The API's endpoints, without prefix, with their OpenAPI description. Every endpoint is
+/// registered here with `routes!`, so that the document lists exactly what is served.
+fn api() -> OpenApiRouter<Arc<AppState>> {
+    OpenApiRouter::new()
+        .routes(routes!(health))
+        .routes(routes!(openapi_json))
+        .routes(routes!(plans::submit, plans::list_plans))
+        .routes(routes!(plans::plan_summary, plans::delete_plan))
+        .routes(routes!(plans::list_versions))
+        .routes(routes!(plans::get_version, plans::delete_version))
+        .routes(routes!(statistics::stats))
+        .routes(routes!(statistics::regions))
+        .routes(routes!(plans::apply_edit))
+        .routes(routes!(plans::diff_versions))
+        .routes(routes!(plans::compat_versions))
+        .routes(routes!(plans::rescale_vertex))
+        .routes(routes!(analyses::compat_plans))
+        .routes(routes!(analyses::compiled_states))
+        .routes(routes!(analyses::compiled_ttl))
+}
+
+/// The router and the OpenAPI document of the service: the API under [`API_PREFIX`], the plan
+/// viewer's page and assets at `/` and `/assets/...`.
+fn documented() -> (Router<Arc<AppState>>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .nest(API_PREFIX, api())
+        .merge(web::routes())
+        .split_for_parts()
+}
+
+/// The OpenAPI document of the service, as served at `/v1/openapi.json`.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    documented().1
+}
+
+/// The service's routes, with a fresh in-memory store: the API under `/v1` (and, deprecated,
+/// the same endpoints without prefix, answering the same), the plan viewer at `/`, and
+/// `/v1/openapi.json`.
 pub fn router(config: ServiceConfig) -> Router {
     let limit = config.max_body_bytes;
     let state = Arc::new(AppState::new(config));
-    Router::new()
-        .route(
-            "/health",
-            get(|| async {
-                bytes_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
-            }),
-        )
-        .route("/plans", post(plans::submit).get(plans::list_plans))
-        .route("/plans/{id}", get(plans::plan_summary))
-        .route("/plans/{id}/versions", get(plans::list_versions))
-        .route("/plans/{id}/versions/{version}", get(plans::get_version))
-        .route("/plans/{id}/stats", get(statistics::stats))
-        .route("/plans/{id}/regions", get(statistics::regions))
-        .route("/plans/{id}/edits", post(plans::apply_edit))
-        .route("/plans/{id}/diff", get(plans::diff_versions))
-        .route("/plans/{id}/compat", get(plans::compat_versions))
-        .route("/plans/{id}/rescale", get(plans::rescale_vertex))
-        .route("/compat", post(analyses::compat_plans))
-        .route("/compiled-plans/states", post(analyses::compiled_states))
-        .route("/compiled-plans/ttl", post(analyses::compiled_ttl))
+    let (documented, doc) = documented();
+    // Serialising the document built from literal descriptions cannot fail; an empty one would
+    // show at the first request.
+    let doc = serde_json::to_vec(&doc).unwrap_or_default();
+    let _ = state.openapi.set(Bytes::from(doc));
+    let (legacy, _) = api().split_for_parts();
+    documented
+        .merge(legacy)
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,
                 "unknown_endpoint",
-                "no such endpoint (see the README's endpoint table)",
+                "no such endpoint (see /v1/openapi.json or the README's endpoint table)",
             )
         })
         .method_not_allowed_fallback(|| async {
@@ -88,6 +152,7 @@ pub fn router(config: ServiceConfig) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(api_error::flink_errors))
         .layer(axum::middleware::from_fn(trace::log_request))
         .with_state(state)
 }

@@ -27,11 +27,15 @@ pub struct Version {
     pub plan: Arc<JobGraphJson>,
 }
 
-/// A plan and its versions: version 1 is the submitted plan, each accepted edit adds one.
-/// Versions are never changed or removed.
+/// A plan and its versions: version 1 is the submitted plan, each accepted edit adds one with
+/// the next number. Versions are never changed; one may be removed ([`VersionedPlan::remove`]),
+/// and its number is never given again.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VersionedPlan {
+    /// By ascending number.
     versions: Vec<Version>,
+    /// The number of the next version.
+    next: u32,
 }
 
 impl VersionedPlan {
@@ -48,6 +52,7 @@ impl VersionedPlan {
                 edit: None,
                 plan: Arc::new(plan),
             }],
+            next: 2,
         })
     }
 
@@ -65,15 +70,34 @@ impl VersionedPlan {
     /// One version.
     ///
     /// # Errors
-    /// [`PlanError::UnknownVersion`] for a number the plan does not have.
+    /// [`PlanError::UnknownVersion`] for a number the plan does not have (never had, or
+    /// removed).
     pub fn get(&self, number: u32) -> Result<&Version, PlanError> {
-        number
-            .checked_sub(1)
-            .and_then(|i| self.versions.get(i as usize))
-            .ok_or(PlanError::UnknownVersion {
+        self.index(number).map(|i| &self.versions[i])
+    }
+
+    fn index(&self, number: u32) -> Result<usize, PlanError> {
+        self.versions
+            .binary_search_by_key(&number, |v| v.number)
+            .map_err(|_| PlanError::UnknownVersion {
                 version: number,
                 latest: self.latest().number,
             })
+    }
+
+    /// Removes version `number` and returns it. Versions edited from it keep it as their
+    /// `parent` (the history of how they were made); the numbers of the others do not change,
+    /// and the next version still gets a new number.
+    ///
+    /// # Errors
+    /// [`PlanError::UnknownVersion`]; [`PlanError::LastVersion`] when it is the only version
+    /// left (a plan has at least one: remove the plan instead).
+    pub fn remove(&mut self, number: u32) -> Result<Version, PlanError> {
+        let i = self.index(number)?;
+        if self.versions.len() == 1 {
+            return Err(PlanError::LastVersion { version: number });
+        }
+        Ok(self.versions.remove(i))
     }
 
     /// Applies an edit to version `base` (default: the newest) and adds the result as a new
@@ -96,11 +120,12 @@ impl VersionedPlan {
     /// new version, and returns it. For the service, which applies edits outside its lock.
     pub(crate) fn push_applied(&mut self, base: u32, edit: Edit, plan: JobGraphJson) -> &Version {
         let version = Version {
-            number: self.latest().number + 1,
+            number: self.next,
             parent: Some(base),
             edit: Some(edit),
             plan: Arc::new(plan),
         };
+        self.next += 1;
         self.versions.push(version);
         self.latest()
     }

@@ -13,3 +13,4 @@ mod plan;
 mod run_dir;
 mod support;
 mod usage;
+mod viewer;

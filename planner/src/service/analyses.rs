@@ -10,7 +10,7 @@ use axum::http::StatusCode;
 use conflux_graph::load::LoadOptions;
 use serde_json::{json, Value};
 
-use super::api_error::{bytes_response, to_bytes, ApiError, ApiResult};
+use super::api_error::{bytes_response, to_bytes, ApiError, ApiResult, ErrorBody};
 use super::plans::parse_plan;
 use super::query::TtlQuery;
 use super::state::AppState;
@@ -28,6 +28,9 @@ struct CompatRequest {
 }
 
 /// `POST /compat`: compiled plans when both have `flinkVersion`, else job graphs or Flink plans.
+#[utoipa::path(post, path = "/compat", tag = "analyses",
+    request_body(content = Object, description = "`{old: plan, new: plan, options?: {renames: {old: new}, allow_non_restored_state}}`"),
+    responses((status = 200, description = "the compatibility report", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn compat_plans(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
@@ -64,6 +67,9 @@ fn compat_of(body: &[u8]) -> Result<Bytes, ApiError> {
 }
 
 /// `POST /compiled-plans/states`.
+#[utoipa::path(post, path = "/compiled-plans/states", tag = "compiled plans",
+    request_body(content = Object, description = "a Flink compiled plan (COMPILE PLAN)"),
+    responses((status = 200, description = "`{flink_version, nodes, stateful_operators: [{id, type, description, states: [{index, name, ttl, ttl_ms}]}]}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn compiled_states(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
@@ -84,6 +90,11 @@ pub(super) async fn compiled_states(
 
 /// `POST /compiled-plans/ttl?node=n&state=s&ttl=d`: the plan with that TTL, nothing else
 /// changed.
+#[utoipa::path(post, path = "/compiled-plans/ttl", tag = "compiled plans",
+    params(("node" = i64, Query, description = "ExecNode id"), ("state" = String, Query, description = "state name"),
+        ("ttl" = String, Query, description = "Flink duration, e.g. `1 h`")),
+    request_body(content = Object, description = "a Flink compiled plan"),
+    responses((status = 200, description = "the compiled plan with that TTL changed, nothing else", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn compiled_ttl(
     State(state): State<Arc<AppState>>,
     query: Result<Query<TtlQuery>, QueryRejection>,

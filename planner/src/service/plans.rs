@@ -8,11 +8,14 @@ use axum::body::Bytes;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use axum::response::IntoResponse;
 use conflux_graph::json::JobGraphJson;
 use conflux_graph::load::{self, LoadOptions};
 use serde_json::{json, Value};
 
-use super::api_error::{bytes_response, json_response, to_bytes, ApiError, ApiResult};
+use super::api_error::{
+    bytes_response, created, json_response, to_bytes, ApiError, ApiResult, ErrorBody,
+};
 use super::query::{EditQuery, LoadQuery, RangeQuery, RescaleQuery};
 use super::state::{release, AppState};
 use super::store::plan_heap_bytes;
@@ -28,6 +31,12 @@ pub(super) fn parse_plan(bytes: &[u8], options: &LoadOptions) -> Result<JobGraph
 }
 
 /// `POST /plans`.
+#[utoipa::path(post, path = "/plans", tag = "plans",
+    params(("parallelism" = Option<u32>, Query, description = "sets every vertex above parallelism 1 to this"),
+        ("default_parallelism" = Option<u32>, Query, description = "parallelism of Flink's -1 vertices (default 128)")),
+    request_body(content = Object, description = "job graph JSON or Flink's JSON plan (`/jobs/<id>/plan`)"),
+    responses((status = 201, description = "`{id, name, version: 1}`; `Location: /v1/plans/{id}`", body = Object),
+        (status = "4XX", description = "the problem, named", body = ErrorBody), (status = 507, description = "too many plans, or over the memory budget", body = ErrorBody)))]
 pub(super) async fn submit(
     State(state): State<Arc<AppState>>,
     query: Result<Query<LoadQuery>, QueryRejection>,
@@ -47,13 +56,46 @@ pub(super) async fn submit(
     let id = state.next_id();
     let evicted = state.store().insert(id.clone(), plan, bytes)?;
     release(evicted);
-    json_response(
-        StatusCode::CREATED,
-        &json!({ "id": id, "name": name, "version": 1 }),
-    )
+    let location = format!("/v1/plans/{id}");
+    created(&location, &json!({ "id": id, "name": name, "version": 1 }))
+}
+
+/// `DELETE /plans/{id}`: the plan, its versions and statistics are gone, and its bytes and its
+/// place among the `max_plans` are free.
+#[utoipa::path(delete, path = "/plans/{id}", tag = "plans", params(("id" = String, Path, description = "plan id, e.g. p1")),
+    responses((status = 204, description = "deleted"), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+pub(super) async fn delete_plan(
+    State(state): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> ApiResult {
+    let removed = state.store().remove(&id)?;
+    release(vec![removed]);
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// `DELETE /plans/{id}/versions/{version}`: that version and its statistics are gone (versions
+/// edited from it keep it as their `parent`); the only version left is refused (409
+/// `last_version`: delete the plan).
+#[utoipa::path(delete, path = "/plans/{id}/versions/{version}", tag = "plans",
+    params(("id" = String, Path, description = "plan id, e.g. p1"), ("version" = u32, Path, description = "version number")),
+    responses((status = 204, description = "deleted"),
+        (status = 409, description = "the plan's only version", body = ErrorBody), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+pub(super) async fn delete_version(
+    State(state): State<Arc<AppState>>,
+    Path((id, version)): Path<(String, String)>,
+) -> ApiResult {
+    let number = version_number(&version)?;
+    let edits = Arc::clone(&state.store().get(&id)?.edits);
+    // Not while an edit of this plan is computed (it may be based on this version).
+    let _turn = edits.lock().await;
+    let removed = state.store().remove_version(&id, number)?;
+    drop(tokio::task::spawn_blocking(move || drop(removed)));
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// `GET /plans`.
+#[utoipa::path(get, path = "/plans", tag = "plans",
+    responses((status = 200, description = "`{plans: [{id, name, versions}]}`", body = Object)))]
 pub(super) async fn list_plans(State(state): State<Arc<AppState>>) -> ApiResult {
     let mut list: Vec<Value> = state
         .store()
@@ -71,6 +113,8 @@ pub(super) async fn list_plans(State(state): State<Arc<AppState>>) -> ApiResult 
 }
 
 /// `GET /plans/{id}`.
+#[utoipa::path(get, path = "/plans/{id}", tag = "plans", params(("id" = String, Path, description = "plan id, e.g. p1")),
+    responses((status = 200, description = "`{id, name, latest, versions: [{number, parent, edit}]}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn plan_summary(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -90,6 +134,8 @@ pub(super) async fn plan_summary(
 }
 
 /// `GET /plans/{id}/versions`.
+#[utoipa::path(get, path = "/plans/{id}/versions", tag = "plans", params(("id" = String, Path, description = "plan id, e.g. p1")),
+    responses((status = 200, description = "`{versions: [{number, parent, edit}]}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn list_versions(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -110,6 +156,9 @@ fn version_number(text: &str) -> Result<u32, ApiError> {
 }
 
 /// `GET /plans/{id}/versions/{version}`.
+#[utoipa::path(get, path = "/plans/{id}/versions/{version}", tag = "plans",
+    params(("id" = String, Path, description = "plan id, e.g. p1"), ("version" = u32, Path, description = "version number")),
+    responses((status = 200, description = "the plan of that version (job graph JSON)", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn get_version(
     State(state): State<Arc<AppState>>,
     Path((id, version)): Path<(String, String)>,
@@ -123,6 +172,11 @@ pub(super) async fn get_version(
 }
 
 /// `POST /plans/{id}/edits`.
+#[utoipa::path(post, path = "/plans/{id}/edits", tag = "edits",
+    params(("id" = String, Path, description = "plan id, e.g. p1"), ("base" = Option<u32>, Query, description = "the version to edit (default: the latest)")),
+    request_body(content = Object, description = "an edit: `{kind, ...}` (README: Edits)"),
+    responses((status = 201, description = "`{id, version, parent, edit, channels}`; `Location: /v1/plans/{id}/versions/{version}`", body = Object),
+        (status = 409, description = "the edit is refused, with the reason", body = ErrorBody), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn apply_edit(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -165,7 +219,8 @@ pub(super) async fn apply_edit(
         (answer, evicted)
     };
     release(evicted);
-    json_response(StatusCode::CREATED, &answer)
+    let location = format!("/v1/plans/{id}/versions/{}", answer["version"]);
+    created(&location, &answer)
 }
 
 /// The plans of versions `from` and `to` (defaults: see [`RangeQuery::range`]).
@@ -186,6 +241,10 @@ fn two_versions(
 }
 
 /// `GET /plans/{id}/diff`.
+#[utoipa::path(get, path = "/plans/{id}/diff", tag = "analyses",
+    params(("id" = String, Path, description = "plan id, e.g. p1"), ("from" = Option<u32>, Query, description = "default: the version before `to`"),
+        ("to" = Option<u32>, Query, description = "default: the latest")),
+    responses((status = 200, description = "`{from, to, diff}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn diff_versions(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -202,6 +261,11 @@ pub(super) async fn diff_versions(
 }
 
 /// `GET /plans/{id}/compat`.
+#[utoipa::path(get, path = "/plans/{id}/compat", tag = "analyses",
+    params(("id" = String, Path, description = "plan id, e.g. p1"), ("from" = Option<u32>, Query, description = "default: the version before `to`"),
+        ("to" = Option<u32>, Query, description = "default: the latest"),
+        ("allow_non_restored_state" = Option<bool>, Query, description = "state of removed operators may be dropped")),
+    responses((status = 200, description = "`{from, to, report}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn compat_versions(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -225,6 +289,13 @@ pub(super) async fn compat_versions(
 /// `GET /plans/{id}/rescale?vertex=v&parallelism=p[&max_parallelism=m&version=n]`: the key
 /// groups of the vertex (by id or unique name) before and after, as [`crate::rescale::rescale`]
 /// computes them.
+#[utoipa::path(get, path = "/plans/{id}/rescale", tag = "analyses",
+    params(("id" = String, Path, description = "plan id, e.g. p1"), ("vertex" = String, Query, description = "vertex id or unique name"),
+        ("parallelism" = u32, Query, description = "the new parallelism"),
+        ("max_parallelism" = Option<u32>, Query, description = "must be the max parallelism the state was written with"),
+        ("version" = Option<u32>, Query, description = "default: the latest")),
+    responses((status = 200, description = "key groups per old and new subtask, as `conflux plan rescale --format json`", body = Object),
+        (status = 409, description = "refused, with the reason", body = ErrorBody), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn rescale_vertex(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,

@@ -3,8 +3,9 @@
 //! requests such as `/health`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
+use axum::body::Bytes;
 use tokio::sync::Semaphore;
 
 use super::api_error::ApiError;
@@ -18,6 +19,8 @@ pub(super) struct AppState {
     store: Mutex<Store>,
     computations: Arc<Semaphore>,
     next_id: AtomicU64,
+    /// The OpenAPI document, serialised once when the router is built.
+    pub(super) openapi: OnceLock<Bytes>,
 }
 
 impl AppState {
@@ -30,6 +33,7 @@ impl AppState {
                     .clamp(1, Semaphore::MAX_PERMITS),
             )),
             next_id: AtomicU64::new(1),
+            openapi: OnceLock::new(),
             config,
         }
     }

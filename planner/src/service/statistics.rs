@@ -9,10 +9,10 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use conflux_graph::json::JobGraphJson;
-use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
+use conflux_graph::{ExecutionGraph, JobGraph, JobVertexIndex, PipelinedRegions};
 use serde_json::{json, Value};
 
-use super::api_error::{bytes_response, to_bytes, ApiError, ApiResult};
+use super::api_error::{bytes_response, to_bytes, ApiError, ApiResult, ErrorBody};
 use super::query::VersionQuery;
 use super::state::{release, AppState};
 use super::store::Cached;
@@ -33,11 +33,20 @@ fn compute_cached(plan: &JobGraphJson, config: &StatsConfig) -> Result<Cached, A
         .iter()
         .map(|(size, count)| json!({"size": size, "count": count}))
         .collect();
+    // The job vertices of each logical region (region index = position), by id, for the
+    // plan viewer's colours.
+    let logical = regions.logical();
+    let mut members: Vec<Vec<&str>> = vec![Vec::new(); logical.len()];
+    for (i, vertex) in plan.vertices.iter().enumerate() {
+        let index = u32::try_from(i).map_err(|_| ApiError::bug("bug: vertex index above u32"))?;
+        members[logical.region_of(JobVertexIndex(index)).0 as usize].push(&vertex.id);
+    }
     let regions_json = json!({
         "count": stats.regions.count,
         "largest": stats.regions.largest,
         "logical": stats.regions.logical,
         "sizes": sizes,
+        "logical_regions": members,
     });
     Ok(Cached {
         stats: to_bytes(&stats)?,
@@ -79,6 +88,11 @@ async fn cached(
 }
 
 /// `GET /plans/{id}/stats`.
+#[utoipa::path(get, path = "/plans/{id}/stats", tag = "statistics",
+    params(("id" = String, Path, description = "plan id, e.g. p1"),
+        ("version" = Option<u32>, Query, description = "version number (default: the latest)")),
+    responses((status = 200, description = "statistics, as `conflux plan stats --format json`", body = Object),
+        (status = "4XX", description = "unknown plan or version, bad query", body = ErrorBody)))]
 pub(super) async fn stats(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -90,6 +104,11 @@ pub(super) async fn stats(
 }
 
 /// `GET /plans/{id}/regions`.
+#[utoipa::path(get, path = "/plans/{id}/regions", tag = "statistics",
+    params(("id" = String, Path, description = "plan id, e.g. p1"),
+        ("version" = Option<u32>, Query, description = "version number (default: the latest)")),
+    responses((status = 200, description = "`{count, largest, logical, sizes: [{size, count}], logical_regions: [[vertex id]]}`", body = Object),
+        (status = "4XX", description = "unknown plan or version, bad query", body = ErrorBody)))]
 pub(super) async fn regions(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,

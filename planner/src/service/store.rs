@@ -44,6 +44,8 @@ pub(super) struct StoredPlan {
     /// other (each to the version the previous one made), without blocking readers.
     pub(super) edits: Arc<tokio::sync::Mutex<()>>,
     cache: HashMap<u32, StatsCell>,
+    /// Bytes charged per version: its plan, and its statistics once charged.
+    charged: HashMap<u32, usize>,
     bytes: usize,
     last_used: u64,
 }
@@ -144,17 +146,46 @@ impl Store {
         let evicted = self.make_room(bytes, None, "the plan")?;
         self.clock += 1;
         self.bytes += bytes;
+        let first = plan.latest().number;
         self.plans.insert(
             id,
             StoredPlan {
                 plan,
                 edits: Arc::default(),
                 cache: HashMap::new(),
+                charged: HashMap::from([(first, bytes)]),
                 bytes,
                 last_used: self.clock,
             },
         );
         Ok(evicted)
+    }
+
+    /// Removes plan `id` (`DELETE /plans/{id}`): its bytes and its place among the `max_plans`
+    /// are free at once. The plan is returned to be dropped outside the lock.
+    ///
+    /// # Errors
+    /// 404 `unknown_plan`.
+    pub(super) fn remove(&mut self, id: &str) -> Result<StoredPlan, ApiError> {
+        let stored = self.plans.remove(id).ok_or_else(|| unknown_plan(id))?;
+        self.bytes -= stored.bytes;
+        Ok(stored)
+    }
+
+    /// Removes version `number` of plan `id` (`DELETE /plans/{id}/versions/{n}`) with its
+    /// cached statistics, freeing the bytes they were charged. The version is returned to be
+    /// dropped outside the lock.
+    ///
+    /// # Errors
+    /// 404 `unknown_plan` / `unknown_version`; 409 `last_version` for the only version left.
+    pub(super) fn remove_version(&mut self, id: &str, number: u32) -> Result<Version, ApiError> {
+        let stored = self.get(id)?;
+        let version = stored.plan.remove(number)?;
+        stored.cache.remove(&number);
+        let freed = stored.charged.remove(&number).unwrap_or(0);
+        stored.bytes -= freed;
+        self.bytes -= freed;
+        Ok(version)
     }
 
     /// Adds a version made by `edit` from version `base` of plan `id`, which takes `bytes`.
@@ -174,7 +205,9 @@ impl Store {
         self.bytes += bytes;
         let stored = self.get(id)?;
         stored.bytes += bytes;
-        Ok((stored.plan.push_applied(base, edit, plan), evicted))
+        let version = stored.plan.push_applied(base, edit, plan);
+        stored.charged.insert(version.number, bytes);
+        Ok((version, evicted))
     }
 
     /// The statistics cell of a version of plan `id` (created empty when missing).
@@ -187,17 +220,20 @@ impl Store {
     }
 
     /// Charges the statistics just computed for a version of plan `id`. When they do not fit,
-    /// they are dropped from the cache (the callers still get them).
+    /// they are dropped from the cache (the callers still get them); when the plan or the
+    /// version was removed meanwhile, nothing is charged.
     pub(super) fn charge_stats(&mut self, id: &str, version: u32, cached: &Cached) -> Evicted {
         let bytes = cached.heap_bytes();
-        if self.get(id).is_err() {
-            return Evicted::new();
+        match self.get(id) {
+            Ok(stored) if stored.charged.contains_key(&version) => {}
+            _ => return Evicted::new(),
         }
         match self.make_room(bytes, Some(id), "the statistics") {
             Ok(evicted) => {
                 self.bytes += bytes;
                 if let Some(stored) = self.plans.get_mut(id) {
                     stored.bytes += bytes;
+                    *stored.charged.entry(version).or_default() += bytes;
                 }
                 evicted
             }
@@ -373,6 +409,46 @@ mod tests {
             .expect_err("over");
         assert!(format!("{e:?}").contains("max_store_bytes"));
         assert_eq!(store.bytes(), 1000);
+    }
+
+    #[test]
+    fn removing_versions_and_plans_frees_what_they_were_charged() {
+        let mut store = Store::new(10_000, 2);
+        store.insert("p1".into(), plan("p1"), 300).expect("fits");
+        let edit = Edit::SetParallelism {
+            vertex: "a".into(),
+            parallelism: 3,
+        };
+        let edited = edit
+            .apply(&store.get("p1").expect("p1").plan.latest().plan)
+            .expect("edit");
+        store.add_version("p1", 1, edit, edited, 500).expect("fits");
+        let stats = Cached {
+            stats: Bytes::from_static(b"0123456789"),
+            regions: Bytes::new(),
+        };
+        assert!(store.charge_stats("p1", 2, &stats).is_empty());
+        assert_eq!(store.bytes(), 800 + stats.heap_bytes());
+        // Version 2 and its statistics go; version 1 stays, the plan keeps its 300 bytes.
+        assert_eq!(store.remove_version("p1", 2).expect("removed").number, 2);
+        assert_eq!(store.bytes(), 300);
+        assert_eq!(store.get("p1").expect("p1").bytes, 300);
+        // Statistics computed for a removed version are not charged.
+        assert!(store.charge_stats("p1", 2, &stats).is_empty());
+        assert_eq!(store.bytes(), 300);
+        let e = store.remove_version("p1", 1).expect_err("the last version");
+        assert!(format!("{e:?}").contains("last_version"), "{e:?}");
+        store.insert("p2".into(), plan("p2"), 100).expect("fits");
+        assert!(
+            store.insert("p3".into(), plan("p3"), 100).is_err(),
+            "max_plans"
+        );
+        store.remove("p1").expect("removed");
+        assert_eq!(store.bytes(), 100);
+        store
+            .insert("p3".into(), plan("p3"), 100)
+            .expect("a free slot");
+        assert!(store.remove("p1").is_err());
     }
 
     #[test]

@@ -7,7 +7,8 @@ use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
 
-/// Logs each request once it is answered, at INFO (DEBUG for `/health`, which monitors poll),
+/// Logs each request once it is answered, at INFO (DEBUG for `/v1/health` and `/health`, which
+/// monitors poll),
 /// with the fields `method`, `path`, `status` and `duration_us`. The query string is left out:
 /// it is the client's to log.
 pub(super) async fn log_request(request: Request, next: Next) -> Response {
@@ -17,7 +18,7 @@ pub(super) async fn log_request(request: Request, next: Next) -> Response {
     let response = next.run(request).await;
     let duration_us = u64::try_from(start.elapsed().as_micros()).unwrap_or(u64::MAX);
     let status = response.status().as_u16();
-    if path == "/health" {
+    if path == "/v1/health" || path == "/health" {
         tracing::debug!(%method, %path, status, duration_us, "request");
     } else {
         tracing::info!(%method, %path, status, duration_us, "request");

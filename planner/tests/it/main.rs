@@ -2,6 +2,7 @@
 
 mod compat;
 mod compiled;
+mod conventions;
 mod edits;
 mod rescale;
 mod service;

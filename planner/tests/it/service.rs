@@ -74,7 +74,7 @@ fn service_end_to_end() {
         let (s, v) = call(&c, Method::POST, format!("{base}/plans/{id}/edits"),
             Some(serde_json::to_vec(&hash).expect("json"))).await;
         assert_eq!((s, v["code"].as_str()), (409, Some("edit_refused")), "{v}");
-        assert!(v["error"].as_str().expect("error").contains("not REBALANCE or RESCALE"));
+        assert!(v["errors"][0].as_str().expect("error").contains("not REBALANCE or RESCALE"));
 
         let (s, v) = call(&c, Method::GET, format!("{base}/plans/{id}/versions"), None).await;
         assert_eq!(s, 200);
@@ -129,7 +129,7 @@ fn service_end_to_end() {
             let fresh = reqwest::Client::new();
             let (s, v) = call(&fresh, method, format!("{base}{path}"), body).await;
             assert_eq!((s, v["code"].as_str()), (status, Some(code)), "{path}: {v}");
-            assert!(!v["error"].as_str().expect("message").is_empty());
+            assert!(!v["errors"][0].as_str().expect("message").is_empty());
         }
 
         // An oversized body: the server answers 413 without reading it all and closes the
@@ -198,7 +198,7 @@ fn malformed_query_string_is_a_400_not_a_dropped_connection() {
         let body = &answer[answer.find("\r\n\r\n").expect("head") + 4..];
         let v: Value = serde_json::from_str(body).expect("JSON body");
         assert_eq!(v["code"], "bad_query", "{target}: {v}");
-        let message = v["error"].as_str().expect("message");
+        let message = v["errors"][0].as_str().expect("message");
         assert!(message.contains(parameter), "{target}: {message}");
     }
 }
@@ -350,7 +350,7 @@ fn plans_beyond_the_memory_budget_evict_the_least_recently_used() {
         (507, Some("over_memory_budget")),
         "{v}"
     );
-    let message = v["error"].as_str().expect("message");
+    let message = v["errors"][0].as_str().expect("message");
     assert!(
         message.contains("196608 bytes (max_store_bytes)"),
         "{message}"
@@ -594,7 +594,7 @@ fn http_edits_take_vertex_names() {
         let (s, v) = call(&c, Method::GET,
             format!("{base}/plans/{id}/rescale?vertex=23149c2f4012e830eebb47b5587a5f2f&parallelism=129"), None).await;
         assert_eq!((s, v["code"].as_str()), (409, Some("edit_refused")), "{v}");
-        assert!(v["error"].as_str().unwrap().contains("parallelism 129 is above the max parallelism 128"));
+        assert!(v["errors"][0].as_str().unwrap().contains("parallelism 129 is above the max parallelism 128"));
         let (s, v) = call(&c, Method::GET, format!("{base}/plans/{id}/rescale?parallelism=2"), None).await;
         assert_eq!((s, v["code"].as_str()), (400, Some("bad_query")), "{v}");
 
@@ -605,7 +605,7 @@ fn http_edits_take_vertex_names() {
         let edit = br#"{"kind": "set_parallelism", "vertex": "Map", "parallelism": 3}"#;
         let (s, v) = call(&c, Method::POST, format!("{base}/plans/{id}/edits"), Some(edit.to_vec())).await;
         assert_eq!((s, v["code"].as_str()), (400, Some("ambiguous_vertex")), "{v}");
-        assert_eq!(v["error"], "vertex name 'Map' is ambiguous: vertices a, b have it; name one by id");
+        assert_eq!(v["errors"][0], "vertex name 'Map' is ambiguous: vertices a, b have it; name one by id");
     });
     drop(service);
 }

@@ -1,0 +1,362 @@
+//! The plan viewer in a real browser: the distribution's Chromium, headless, driven over the
+//! Chrome DevTools Protocol against a real `conflux serve` on a free loopback port. It opens
+//! TPC-H q5 by pasting Flink's JSON plan, checks the drawn vertices and edges, applies a
+//! parallelism edit through the page and checks the numbers change to the service's; then it
+//! draws a generated 200-vertex plan and prints how long that took (not asserted).
+//!
+//! Chromium is found as `$CHROMIUM`, else `chromium` or `chromium-browser` on the PATH;
+//! `scripts/test.sh` installs Debian's `chromium` when it is missing.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tungstenite::stream::MaybeTlsStream;
+use tungstenite::{Message, WebSocket};
+
+use crate::support::fixture;
+
+/// How long one wait for the page may take.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A child process killed and reaped when dropped.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn chromium() -> String {
+    if let Ok(path) = std::env::var("CHROMIUM") {
+        return path;
+    }
+    for name in ["chromium", "chromium-browser"] {
+        let found = Command::new("sh")
+            .args(["-c", &format!("command -v {name}")])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if found {
+            return name.to_owned();
+        }
+    }
+    panic!(
+        "Chromium not found ($CHROMIUM, chromium, chromium-browser): the plan viewer's browser \
+         test needs it; scripts/test.sh installs it (apt-get install chromium)"
+    );
+}
+
+/// Starts `conflux serve` on a free loopback port; its URL.
+fn serve() -> (Reaped, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_conflux"))
+        .args(["serve", "--address", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("address line");
+    (Reaped(child), line.trim().to_owned())
+}
+
+/// One HTTP request to the service: `(status, body as JSON)`.
+fn http(base: &str, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
+    let addr = base.trim_start_matches("http://");
+    let mut s = TcpStream::connect(addr).expect("connect");
+    s.set_read_timeout(Some(WAIT)).expect("timeout");
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .expect("head");
+    s.write_all(body).expect("body");
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).expect("answer");
+    let status = answer[9..12].parse().expect("status");
+    let body = &answer[answer.find("\r\n\r\n").expect("head end") + 4..];
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+/// A Chrome DevTools Protocol connection to one page (a flattened session of the browser's
+/// connection).
+struct Page {
+    socket: WebSocket<MaybeTlsStream<TcpStream>>,
+    session: Option<String>,
+    next_id: u64,
+    _browser: Reaped,
+    _profile: tempfile::TempDir,
+}
+
+impl Page {
+    /// Starts headless Chromium on a free port and opens a blank page.
+    fn open() -> Page {
+        let profile = tempfile::tempdir().expect("profile dir");
+        let mut child = Command::new(chromium())
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--no-default-browser-check",
+                "--remote-debugging-port=0",
+                "--window-size=1400,1000",
+            ])
+            .arg(format!("--user-data-dir={}", profile.path().display()))
+            .arg("about:blank")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("chromium starts");
+        // Chromium prints "DevTools listening on ws://..." on stderr; the rest is drained.
+        let stderr = child.stderr.take().expect("stderr");
+        let browser = Reaped(child);
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(url) = line.strip_prefix("DevTools listening on ") {
+                    let _ = tx.send(url.trim().to_owned());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(WAIT)
+            .expect("chromium prints its DevTools address");
+        let (socket, _) = tungstenite::connect(url.as_str()).expect("DevTools connection");
+        if let MaybeTlsStream::Plain(s) = socket.get_ref() {
+            s.set_read_timeout(Some(WAIT)).expect("timeout");
+        }
+        let mut page = Page {
+            socket,
+            session: None,
+            next_id: 1,
+            _browser: browser,
+            _profile: profile,
+        };
+        let target = page.send("Target.createTarget", json!({"url": "about:blank"}));
+        let attached = page.send(
+            "Target.attachToTarget",
+            json!({"targetId": target["targetId"], "flatten": true}),
+        );
+        page.session = Some(attached["sessionId"].as_str().expect("session").to_owned());
+        page
+    }
+
+    /// Sends a command and waits for its answer (events in between are skipped).
+    fn send(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if let Some(s) = &self.session {
+            message["sessionId"] = json!(s);
+        }
+        self.socket
+            .send(Message::text(message.to_string()))
+            .expect("send");
+        loop {
+            let answer = self.socket.read().expect("DevTools answer");
+            let Message::Text(text) = answer else {
+                continue;
+            };
+            let v: Value = serde_json::from_str(text.as_str()).expect("JSON");
+            if v["id"] == id {
+                assert!(v["error"].is_null(), "{method}: {v}");
+                return v["result"].clone();
+            }
+        }
+    }
+
+    fn navigate(&mut self, url: &str) {
+        self.send("Page.navigate", json!({"url": url}));
+    }
+
+    /// The value of a JavaScript expression (promises awaited).
+    fn eval(&mut self, expression: &str) -> Value {
+        let r = self.send(
+            "Runtime.evaluate",
+            json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),
+        );
+        assert!(
+            r["exceptionDetails"].is_null(),
+            "{expression}: {}",
+            r["exceptionDetails"]
+        );
+        r["result"]["value"].clone()
+    }
+
+    /// Waits until `expression` is neither null, false nor empty, and returns it.
+    fn wait_for(&mut self, expression: &str) -> Value {
+        let start = Instant::now();
+        loop {
+            let v = self.eval(expression);
+            if !(v.is_null() || v == json!(false) || v == json!("")) {
+                return v;
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "waited {WAIT:?} for `{expression}`; the page says: {}",
+                self.eval("document.getElementById('message').textContent")
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// A number shown with thousands separators, e.g. `1,234`.
+    fn number(&mut self, selector: &str) -> u64 {
+        let text = self.eval(&format!(
+            "document.querySelector({}).textContent",
+            json!(selector)
+        ));
+        let text = text.as_str().unwrap_or_default().replace(',', "");
+        text.parse()
+            .unwrap_or_else(|_| panic!("{selector}: '{text}' is not a number"))
+    }
+}
+
+const GRAPH_COUNTS: &str = "[document.querySelectorAll('#graph g.vertex').length, \
+     document.querySelectorAll('#graph g.edge').length]";
+const RENDERED: &str = "document.getElementById('graph')?.getAttribute('data-render-ms')";
+
+/// A generated streaming plan of 20 layers of 10 vertices, each feeding two of the next layer
+/// (alternately HASH and REBALANCE): 200 vertices, 380 edges.
+fn layered_plan() -> (Vec<u8>, usize) {
+    let id = |layer: usize, i: usize| format!("l{layer}v{i}");
+    let mut vertices = Vec::new();
+    let mut edges = Vec::new();
+    for layer in 0..20 {
+        for i in 0..10 {
+            vertices.push(
+                json!({"id": id(layer, i), "name": format!("Operator {layer}.{i}"),
+                                 "parallelism": 4 + (i % 3) * 4}),
+            );
+            if layer > 0 {
+                for from in [i, (i + 1) % 10] {
+                    edges.push(json!({"source": id(layer - 1, from), "target": id(layer, i),
+                        "distribution_pattern": "all_to_all", "result_partition_type": "pipelined_bounded",
+                        "ship_strategy": if from == i { "HASH" } else { "REBALANCE" }}));
+                }
+            }
+        }
+    }
+    let count = edges.len();
+    let plan = json!({"name": "generated 200", "job_type": "streaming",
+                      "vertices": vertices, "edges": edges});
+    (serde_json::to_vec(&plan).expect("json"), count)
+}
+
+#[test]
+fn plan_viewer_draws_and_edits_a_flink_plan_in_chromium() {
+    let (_server, base) = serve();
+    let mut page = Page::open();
+    page.navigate(&format!("{base}/"));
+    page.wait_for("document.readyState === 'complete' && typeof dagre === 'object' && !!document.getElementById('open')");
+
+    // TPC-H q5 as Flink's JSON plan, pasted; the expected counts from the file itself.
+    let text = std::fs::read_to_string(fixture("flink-plans/tpch-q5.plan.json")).expect("q5");
+    let flink: Value = serde_json::from_str(&text).expect("json");
+    let nodes = flink.get("plan").unwrap_or(&flink)["nodes"]
+        .as_array()
+        .expect("nodes");
+    let inputs: usize = nodes
+        .iter()
+        .map(|n| n["inputs"].as_array().map_or(0, Vec::len))
+        .sum();
+    page.eval(&format!(
+        "document.getElementById('paste').value = {}; document.getElementById('open').click(); true",
+        json!(text)
+    ));
+    page.wait_for(RENDERED);
+    assert_eq!(page.eval(GRAPH_COUNTS), json!([nodes.len(), inputs]));
+    // Flink's names are drawn, and every vertex is coloured by its region.
+    const AGG: &str = "a0ee7b14d617ba4d8109c408f52753c7";
+    let label = page.eval(&format!(
+        "document.querySelector('g.vertex[data-id=\"{AGG}\"]').textContent"
+    ));
+    assert!(
+        label
+            .as_str()
+            .is_some_and(|l| l.contains("HashAggregate") && l.contains("parallelism 8")),
+        "{label}"
+    );
+
+    // The page shows the service's numbers; an edit through the page changes them.
+    let (_, v1) = http(&base, "GET", "/v1/plans/p1/stats?version=1", b"");
+    let before = page.number("[data-stat=channels]");
+    assert_eq!(Some(before), v1["channels"].as_u64());
+    page.eval(&format!(
+        "document.querySelector('g.vertex[data-id=\"{AGG}\"]').dispatchEvent(new MouseEvent('click', {{bubbles: true}})); true"
+    ));
+    assert_eq!(page.number("[data-stat=vertex-parallelism]"), 8);
+    page.eval(
+        "document.getElementById('edit-parallelism-value').value = '4'; \
+         document.getElementById('edit-parallelism').click(); true",
+    );
+    page.wait_for(
+        "document.getElementById('plan-title').textContent.includes('version 2') && \
+         document.querySelector('[data-stat=vertex-parallelism]')?.textContent === '4'",
+    );
+    let (_, v2) = http(&base, "GET", "/v1/plans/p1/stats?version=2", b"");
+    let after = page.number("[data-stat=channels]");
+    assert_eq!(Some(after), v2["channels"].as_u64());
+    assert!(after < before, "channels {before} -> {after}");
+    assert_eq!(page.eval(GRAPH_COUNTS), json!([nodes.len(), inputs]));
+
+    // Comparing versions 1 and 2 on the page: the diff and the state compatibility (a Flink
+    // plan carries no state information: UNKNOWN, as the service says).
+    page.eval("document.getElementById('diff').click(); true");
+    let diff = page.wait_for(
+        "document.querySelector('#analysis .verdict')?.textContent.startsWith('Version 1') && \
+         document.getElementById('analysis').textContent",
+    );
+    let diff = diff.as_str().unwrap_or_default();
+    assert!(
+        diff.contains(&format!("vertex {AGG}: parallelism 8 \u{2192} 4")),
+        "{diff}"
+    );
+    page.eval("document.getElementById('compat').click(); true");
+    let (_, compat) = http(&base, "GET", "/v1/plans/p1/compat?from=1&to=2", b"");
+    let verdict = compat["report"]["verdict"].as_str().expect("verdict");
+    let shown = page.wait_for(
+        "document.querySelector('#analysis .verdict')?.textContent.startsWith('State') && \
+         document.querySelector('#analysis .verdict').textContent",
+    );
+    assert_eq!(
+        shown,
+        json!(format!("State compatibility 1 \u{2192} 2: {verdict}"))
+    );
+
+    // An edge's numbers are the service's.
+    page.eval(
+        "document.querySelector('g.edge[data-index=\"0\"]').dispatchEvent(new MouseEvent('click', {bubbles: true})); true",
+    );
+    page.wait_for("document.querySelector('[data-stat=edge-channels]')");
+    assert_eq!(
+        Some(page.number("[data-stat=edge-channels]")),
+        v2["edges"][0]["channels"].as_u64()
+    );
+
+    // A generated 200-vertex plan opened by URL: the time from the page load to the drawn graph.
+    let (plan, edges) = layered_plan();
+    let (status, created) = http(&base, "POST", "/v1/plans", &plan);
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().expect("id").to_owned();
+    page.navigate(&format!("{base}/?plan={id}"));
+    // The q5 page had `?plan=p1`: wait for the new document's graph.
+    let render_ms = page.wait_for(&format!("location.search === '?plan={id}' && {RENDERED}"));
+    assert_eq!(page.eval(GRAPH_COUNTS), json!([200, edges]));
+    let layout_ms = page.eval("document.getElementById('graph').getAttribute('data-layout-ms')");
+    println!(
+        "plan viewer: 200 vertices, {edges} edges drawn {} ms after the page load began \
+         (dagre layout {} ms)",
+        render_ms.as_str().unwrap_or("?"),
+        layout_ms.as_str().unwrap_or("?")
+    );
+}

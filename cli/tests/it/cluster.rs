@@ -899,8 +899,9 @@ fn a_killed_task_manager_loses_its_partitions_and_the_output_is_still_right() {
     let file = word_count_with_data(dir.path(), 6, 6, 100_000);
     let out = dir.path().join("out");
     let out = out.to_str().expect("utf-8 path");
-    // Sinks take 50 ms per buffer (about 22 buffers each): consumers are still reading the
-    // sources' partitions when the busiest TaskManager is killed.
+    // Sinks take 200 ms per buffer (about 14 buffers each, so at least 2.8 s): consumers are
+    // still reading the sources' partitions when the busiest TaskManager is killed at 1 s (and
+    // on a machine so slow that sources still run then, the killed sources re-run).
     let (status, stdout, stderr) = run_bounded(
         "cluster-kill-data",
         &[
@@ -913,7 +914,7 @@ fn a_killed_task_manager_loses_its_partitions_and_the_output_is_still_right() {
             "--kill-task-manager-after-ms",
             "1000",
             "--sink-delay-us",
-            "50000",
+            "200000",
             "--heartbeat-interval-ms",
             "100",
             "--heartbeat-timeout-ms",

@@ -125,7 +125,7 @@ struct JobVertexJson<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     description: Option<Cow<'a, str>>,
-    parallelism: u32,
+    parallelism: i32,
     #[serde(default)]
     max_parallelism: Option<u32>,
     #[serde(default, borrow)]
@@ -134,6 +134,10 @@ struct JobVertexJson<'a> {
     co_location_group: Option<Cow<'a, str>>,
     #[serde(default)]
     operators: Vec<OperatorJson>,
+    #[serde(default)]
+    source_bytes: Option<u64>,
+    #[serde(default)]
+    skew_splittable: bool,
 }
 
 /// One edge as [`crate::json::JobEdgeJson`] reads it, borrowing its strings where they have no
@@ -186,6 +190,8 @@ impl<'de> Visitor<'de> for VerticesSeed<'_> {
                 v.slot_sharing_group.as_deref(),
                 v.co_location_group.as_deref(),
                 v.operators,
+                v.source_bytes,
+                v.skew_splittable,
             );
         }
         Ok(())

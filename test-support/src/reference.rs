@@ -193,11 +193,13 @@ impl GraphSpec {
                     id: format!("v{i}"),
                     name: None,
                     description: None,
-                    parallelism: p,
+                    parallelism: i32::try_from(p).expect("parallelism fits in i32"),
                     max_parallelism: None,
                     slot_sharing_group: s.map(|g| format!("ssg{g}")),
                     co_location_group: None,
                     operators: Vec::new(),
+                    source_bytes: None,
+                    skew_splittable: false,
                 })
                 .collect(),
             edges: self

@@ -146,6 +146,15 @@ pub enum GraphError {
         /// The fixed consumer.
         fixed: String,
     },
+    /// A vertex after the first undecided consumer (topological order) cannot be initialised
+    /// on its own at run time (see [`first_dynamic_vertex`](crate::dynamic::first_dynamic_vertex)).
+    #[error("vertex '{vertex}' cannot be initialised when its producers finish: {reason}")]
+    NotDynamic {
+        /// The vertex id.
+        vertex: String,
+        /// Why not.
+        reason: &'static str,
+    },
     /// The job graph has a directed cycle; `cycle` lists it as `a -> b -> a`.
     #[error("the job graph has a cycle: {cycle}")]
     Cycle {

@@ -28,6 +28,7 @@
 mod decider;
 mod input_info;
 mod options;
+mod produced_bytes;
 
 pub use decider::{
     decide_parallelism_and_input_infos, ConsumedInput, DecideError, ParallelismAndInputInfos,
@@ -38,3 +39,4 @@ pub use input_info::{
     compute_vertex_input_info_for_pointwise, ExecutionVertexInputInfo, IndexRange,
 };
 pub use options::{BatchExecutionOptions, MIB};
+pub use produced_bytes::{BytesError, ResultBytes};

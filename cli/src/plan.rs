@@ -353,7 +353,8 @@ pub(crate) fn run(command: &PlanCommand) -> Result<(), Failure> {
                 default_parallelism: *default_parallelism,
                 ..LoadOptions::default()
             };
-            let plan = read_plan(file, &options)?;
+            let mut plan = read_plan(file, &options)?;
+            plan.estimate_undecided(*default_parallelism);
             let r =
                 rescale(&plan, vertex, *parallelism, *max_parallelism).map_err(Failure::input)?;
             match format {
@@ -410,6 +411,7 @@ fn stats(
     let json = read_plan(file, options)?;
     let config = StatsConfig {
         offload_rule: offload.rule()?,
+        default_parallelism: Some(options.default_parallelism),
         ..StatsConfig::default()
     };
     let s = PlanStats::compute(&json, &config).map_err(Failure::input)?;
@@ -430,6 +432,14 @@ fn stats(
                 thousands(s.execution_vertices),
                 s.job_edges
             );
+            if !s.undecided_vertices.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "undecided {} (parallelism -1, counted at {})",
+                    s.undecided_vertices.join(", "),
+                    options.default_parallelism
+                );
+            }
             let _ = writeln!(out, "channels {}", thousands(s.channels));
             let _ = writeln!(
                 out,

@@ -27,6 +27,9 @@ pub(crate) struct RunOptions {
     pub(crate) restart_attempts: u32,
     pub(crate) failover: FailoverStrategy,
     pub(crate) progress: bool,
+    /// Decide undecided vertices (`-1`) from produced bytes; `false` (`--default-parallelism`
+    /// given) fixes them at the estimate.
+    pub(crate) decide: bool,
 }
 
 pub(crate) fn run(
@@ -41,7 +44,10 @@ pub(crate) fn run(
     let bytes = read_input(path)?;
     tracing::debug!(file = %path.display(), bytes = bytes.len(), "read the job");
     // Frees the bytes once parsed, before validation.
-    let (job, _) = load::load_owned(bytes, load_options).map_err(Failure::input)?;
+    let (mut job, _) = load::load_owned(bytes, load_options).map_err(Failure::input)?;
+    if !options.decide {
+        job.fix_undecided();
+    }
     let parsed = Instant::now();
     tracing::debug!(
         phase = "parse",

@@ -38,6 +38,20 @@ pub enum GraphError {
     /// A vertex's parallelism is 0.
     #[error("vertex '{0}': parallelism must be at least 1, not 0")]
     ZeroParallelism(String),
+    /// A vertex's parallelism is negative and not `-1` (undecided).
+    #[error(
+        "vertex '{vertex}': parallelism must be at least 1, or -1 (undecided), not {parallelism}"
+    )]
+    NegativeParallelism {
+        /// The vertex id.
+        vertex: String,
+        /// The parallelism as written.
+        parallelism: i32,
+    },
+    /// A streaming job has a vertex of undecided parallelism (`-1`): only batch jobs decide
+    /// parallelism at run time, as Flink's adaptive batch scheduler.
+    #[error("vertex '{0}': parallelism -1 (undecided) is only valid in a batch job")]
+    UndecidedInStreamingJob(String),
     /// A vertex's parallelism exceeds its explicit max parallelism.
     #[error("vertex '{vertex}': parallelism {parallelism} is above its max parallelism {max_parallelism}")]
     ParallelismAboveMax {
@@ -120,6 +134,26 @@ pub enum GraphError {
         other: String,
         /// Its parallelism.
         other_parallelism: u32,
+    },
+    /// Consumers of one data set must be all undecided or all fixed: the producer's
+    /// subpartitions serve them all, so they are decided together or not at all.
+    #[error("data set '{data_set}': consumer '{undecided}' has undecided parallelism (-1) and consumer '{fixed}' a fixed one; make both -1 or both fixed")]
+    DataSetConsumerUndecided {
+        /// The data set id.
+        data_set: String,
+        /// The undecided consumer.
+        undecided: String,
+        /// The fixed consumer.
+        fixed: String,
+    },
+    /// A vertex after the first undecided consumer (topological order) cannot be initialised
+    /// on its own at run time (see [`first_dynamic_vertex`](crate::dynamic::first_dynamic_vertex)).
+    #[error("vertex '{vertex}' cannot be initialised when its producers finish: {reason}")]
+    NotDynamic {
+        /// The vertex id.
+        vertex: String,
+        /// Why not.
+        reason: &'static str,
     },
     /// The job graph has a directed cycle; `cycle` lists it as `a -> b -> a`.
     #[error("the job graph has a cycle: {cycle}")]

@@ -41,7 +41,9 @@ impl ExecutionVertexIndex {
 }
 
 /// Global index of an intermediate result partition over the whole graph: the partitions of one
-/// result are a contiguous range, results in data set order. Indexes per-partition state.
+/// result are a contiguous range, results in data set order (in a dynamic graph, those of
+/// producers initialised later follow in the order they were initialised). Indexes
+/// per-partition state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PartitionIndex(pub u32);
 
@@ -254,100 +256,208 @@ pub struct ConsumerVertexGroup {
 /// partitions, and the grouped edges between them.
 ///
 /// Built in O(V + E) time and memory, whatever the parallelism.
+///
+/// **Dynamic graphs** (adaptive batch): [`build_partial`](Self::build_partial) expands only a
+/// topological prefix of the job vertices; the rest are *uninitialised* (no execution vertices,
+/// partitions or groups) until [`initialize_next`](Self::initialize_next) expands them, one at a
+/// time and in topological order, once their parallelism is decided. Everything grows at the end
+/// (append-only index ranges), so nothing built earlier is renumbered or rebuilt, and a graph
+/// grown vertex by vertex is identical to one built whole with the same parallelisms
+/// (property-tested). A static graph is simply one whose prefix is every vertex.
 #[derive(Clone, Debug)]
 pub struct ExecutionGraph {
     job: JobGraph,
-    /// `vertex_offsets[j]..vertex_offsets[j + 1]` are the execution vertices of job vertex `j`.
+    /// `vertex_offsets[j]..vertex_offsets[j + 1]` are the execution vertices of job vertex `j`,
+    /// for the initialised prefix `j < vertex_offsets.len() - 1`.
     vertex_offsets: Vec<u32>,
-    /// `partition_offsets[r]..partition_offsets[r + 1]` are the global partition indices of
-    /// result `r`.
-    partition_offsets: Vec<u32>,
-    /// One per job edge, indexed by [`JobEdgeIndex`].
+    /// Per result, the global index of its partition 0 ([`UNINITIALIZED`] while its producer
+    /// is); its partitions are the producer's parallelism from there.
+    partition_starts: Vec<u32>,
+    num_partitions: u32,
+    /// One per job edge, indexed by [`JobEdgeIndex`]; an edge into an uninitialised vertex has
+    /// `num_groups == 0` and `consumer_parallelism == 0` until that vertex is initialised.
     connections: Vec<EdgeConnection>,
-    /// Job edges sorted by their first group, to find a group's edge by binary search.
+    /// Job edges of initialised consumers sorted by their first group, to find a group's edge
+    /// by binary search.
     edges_by_group: Vec<JobEdgeIndex>,
     num_groups: u32,
 }
 
+/// The partition start of a result whose producer is not initialised.
+const UNINITIALIZED: u32 = u32::MAX;
+
 impl ExecutionGraph {
-    /// Expands a job graph. Connects every consumer to its inputs as Flink's
-    /// `DefaultExecutionGraph.attachJobGraph` does (job vertices in topological order, inputs in
-    /// order), but stores one [`EdgeConnection`] per edge instead of groups or edges.
+    /// Expands a job graph, every vertex at its job graph parallelism. Connects every consumer
+    /// to its inputs as Flink's `DefaultExecutionGraph.attachJobGraph` does (job vertices in
+    /// topological order, inputs in order), but stores one [`EdgeConnection`] per edge instead
+    /// of groups or edges. Undecided vertices get their estimate.
     ///
     /// Time and memory O(V + E).
     ///
     /// # Errors
     /// [`GraphError::TooLarge`] if the partitions or groups do not fit in `u32` indices.
     pub fn build(job: JobGraph) -> Result<ExecutionGraph, GraphError> {
-        let mut vertex_offsets = Vec::with_capacity(job.vertices().len() + 1);
-        let mut next = 0u32;
-        vertex_offsets.push(0);
-        for v in job.vertices() {
-            // The job graph caps the total at MAX_EXECUTION_VERTICES < u32::MAX.
-            next += v.parallelism;
-            vertex_offsets.push(next);
-        }
+        let parallelisms: Vec<u32> = job.vertices().iter().map(|v| v.parallelism).collect();
+        ExecutionGraph::build_partial(job, &parallelisms)
+    }
 
-        let too_large = |what, count| GraphError::TooLarge {
-            what,
-            count,
-            limit: u64::from(u32::MAX),
-        };
-        let mut partition_offsets = Vec::with_capacity(job.data_sets().len() + 1);
-        let mut partitions = 0u64;
-        partition_offsets.push(0);
-        for ds in job.data_sets() {
-            partitions += u64::from(job.vertex(ds.producer).parallelism);
-            partition_offsets
-                .push(u32::try_from(partitions).map_err(|_| too_large("partitions", partitions))?);
+    /// Expands the first `parallelisms.len()` job vertices (a topological prefix), vertex `j`
+    /// with `parallelisms[j]` subtasks; the others stay uninitialised until
+    /// [`initialize_next`](Self::initialize_next). Time and memory O(V + E).
+    ///
+    /// # Errors
+    /// As [`initialize_next`](Self::initialize_next); [`GraphError::TooLarge`] if
+    /// `parallelisms` is longer than the job's vertices.
+    pub fn build_partial(
+        job: JobGraph,
+        parallelisms: &[u32],
+    ) -> Result<ExecutionGraph, GraphError> {
+        if parallelisms.len() > job.vertices().len() {
+            return Err(GraphError::TooLarge {
+                what: "initialised job vertices",
+                count: parallelisms.len() as u64,
+                limit: job.vertices().len() as u64,
+            });
         }
-
-        let mut connections: Vec<Option<EdgeConnection>> = vec![None; job.edges().len()];
-        let mut edges_by_group = Vec::with_capacity(job.edges().len());
-        let mut groups = 0u64;
-        for (j, vertex) in job.vertices().iter().enumerate() {
-            for &edge_index in job.inputs(JobVertexIndex(index_u32(j))) {
-                let edge = job.edge(edge_index);
-                let u = job.vertex(edge.source).parallelism;
-                let d = vertex.parallelism;
-                let num_groups = match edge.distribution_pattern {
-                    DistributionPattern::AllToAll => 1,
-                    DistributionPattern::Pointwise => u.min(d),
-                };
-                let first_group =
-                    u32::try_from(groups).map_err(|_| too_large("partition groups", groups))?;
-                groups += u64::from(num_groups);
-                connections[edge_index.idx()] = Some(EdgeConnection {
-                    edge: edge_index,
-                    result: edge.data_set,
-                    producer: edge.source,
-                    consumer: JobVertexIndex(index_u32(j)),
-                    distribution_pattern: edge.distribution_pattern,
-                    result_partition_type: edge.result_partition_type,
-                    producer_parallelism: u,
-                    consumer_parallelism: d,
-                    first_group,
-                    num_groups,
-                });
-                edges_by_group.push(edge_index);
-            }
-        }
-        let num_groups =
-            u32::try_from(groups).map_err(|_| too_large("partition groups", groups))?;
-        let connections = connections
-            .into_iter()
-            .map(|c| {
-                c.unwrap_or_else(|| unreachable!("bug: every edge is the input of its target"))
+        let connections = job
+            .edges()
+            .iter()
+            .enumerate()
+            .map(|(i, edge)| EdgeConnection {
+                edge: JobEdgeIndex(index_u32(i)),
+                result: edge.data_set,
+                producer: edge.source,
+                consumer: edge.target,
+                distribution_pattern: edge.distribution_pattern,
+                result_partition_type: edge.result_partition_type,
+                producer_parallelism: 0,
+                consumer_parallelism: 0,
+                first_group: 0,
+                num_groups: 0,
             })
             .collect();
-        Ok(ExecutionGraph {
-            job,
-            vertex_offsets,
-            partition_offsets,
+        let mut vertex_offsets = Vec::with_capacity(job.vertices().len() + 1);
+        vertex_offsets.push(0);
+        let mut graph = ExecutionGraph {
+            partition_starts: vec![UNINITIALIZED; job.data_sets().len()],
+            num_partitions: 0,
             connections,
-            edges_by_group,
-            num_groups,
-        })
+            edges_by_group: Vec::with_capacity(job.edges().len()),
+            num_groups: 0,
+            vertex_offsets,
+            job,
+        };
+        // The prefix's partitions are numbered by result, as a static graph always was; results
+        // of vertices initialised later are appended as they come.
+        for (r, ds) in graph.job.data_sets().iter().enumerate() {
+            if let Some(&p) = parallelisms.get(ds.producer.idx()) {
+                let partitions = u64::from(graph.num_partitions) + u64::from(p);
+                graph.num_partitions =
+                    u32::try_from(partitions).map_err(|_| GraphError::TooLarge {
+                        what: "partitions",
+                        count: partitions,
+                        limit: u64::from(u32::MAX),
+                    })?;
+                graph.partition_starts[r] = graph.num_partitions - p;
+            }
+        }
+        for &p in parallelisms {
+            graph.initialize_next(p)?;
+        }
+        Ok(graph)
+    }
+
+    /// The first uninitialised job vertex (in topological order), or `None` when every vertex
+    /// is initialised. O(1).
+    pub fn next_uninitialized(&self) -> Option<JobVertexIndex> {
+        let j = self.vertex_offsets.len() - 1;
+        (j < self.job.vertices().len()).then(|| JobVertexIndex(index_u32(j)))
+    }
+
+    /// Whether a job vertex has its execution vertices. O(1).
+    pub fn is_initialized(&self, job_vertex: JobVertexIndex) -> bool {
+        job_vertex.idx() + 1 < self.vertex_offsets.len()
+    }
+
+    /// Initialises [`next_uninitialized`](Self::next_uninitialized) with `parallelism`
+    /// subtasks: appends its execution vertices, the partitions of the results it produces and
+    /// the groups of its inputs (all of whose producers come earlier in topological order, so
+    /// are initialised). O(its inputs + produced results) time; nothing existing changes.
+    ///
+    /// # Errors
+    /// [`GraphError::TooLarge`] when every vertex is initialised already, when `parallelism` is
+    /// 0 or the execution vertices would exceed [`MAX_EXECUTION_VERTICES`](crate::MAX_EXECUTION_VERTICES),
+    /// or when partitions or groups would not fit in `u32` indices. On error nothing changed.
+    pub fn initialize_next(&mut self, parallelism: u32) -> Result<JobVertexIndex, GraphError> {
+        let too_large = |what, count, limit| GraphError::TooLarge { what, count, limit };
+        let Some(j) = self.next_uninitialized() else {
+            return Err(too_large(
+                "initialised job vertices",
+                self.job.vertices().len() as u64 + 1,
+                self.job.vertices().len() as u64,
+            ));
+        };
+        let vertices = u64::from(self.num_execution_vertices()) + u64::from(parallelism);
+        if parallelism == 0 || vertices > crate::MAX_EXECUTION_VERTICES {
+            return Err(too_large(
+                "execution vertices",
+                vertices,
+                crate::MAX_EXECUTION_VERTICES,
+            ));
+        }
+        let produced = self
+            .job
+            .produced_data_sets(j)
+            .iter()
+            .filter(|r| self.partition_starts[r.idx()] == UNINITIALIZED)
+            .count() as u64;
+        let partitions = u64::from(self.num_partitions) + produced * u64::from(parallelism);
+        if partitions > u64::from(u32::MAX) {
+            return Err(too_large("partitions", partitions, u64::from(u32::MAX)));
+        }
+        let mut groups = u64::from(self.num_groups);
+        for &edge_index in self.job.inputs(j) {
+            let edge = self.job.edge(edge_index);
+            let u = self.parallelism_of(edge.source);
+            groups += match edge.distribution_pattern {
+                DistributionPattern::AllToAll => 1,
+                DistributionPattern::Pointwise => u64::from(u.min(parallelism)),
+            };
+        }
+        if groups > u64::from(u32::MAX) {
+            return Err(too_large("partition groups", groups, u64::from(u32::MAX)));
+        }
+
+        // Checked: from here on nothing fails.
+        for &result in self.job.produced_data_sets(j) {
+            if self.partition_starts[result.idx()] == UNINITIALIZED {
+                self.partition_starts[result.idx()] = self.num_partitions;
+                self.num_partitions += parallelism;
+            }
+        }
+        for i in 0..self.job.inputs(j).len() {
+            let edge_index = self.job.inputs(j)[i];
+            let u = self.parallelism_of(self.job.edge(edge_index).source);
+            let c = &mut self.connections[edge_index.idx()];
+            c.producer_parallelism = u;
+            c.consumer_parallelism = parallelism;
+            c.num_groups = match c.distribution_pattern {
+                DistributionPattern::AllToAll => 1,
+                DistributionPattern::Pointwise => u.min(parallelism),
+            };
+            c.first_group = self.num_groups;
+            self.num_groups += c.num_groups;
+            self.edges_by_group.push(edge_index);
+        }
+        let end = self.num_execution_vertices() + parallelism;
+        self.vertex_offsets.push(end);
+        Ok(j)
+    }
+
+    /// The number of subtasks of an initialised job vertex (0 while uninitialised). O(1).
+    pub fn parallelism_of(&self, job_vertex: JobVertexIndex) -> u32 {
+        let range = self.execution_vertices_of(job_vertex);
+        range.end - range.start
     }
 
     /// The job graph this was built from.
@@ -360,9 +470,9 @@ impl ExecutionGraph {
         *self.vertex_offsets.last().unwrap_or(&0)
     }
 
-    /// Total number of result partitions over all results.
+    /// Total number of result partitions over all results (of initialised producers).
     pub fn num_partitions(&self) -> u32 {
-        *self.partition_offsets.last().unwrap_or(&0)
+        self.num_partitions
     }
 
     /// Total number of consumed partition groups, equal to the number of consumer vertex groups.
@@ -370,9 +480,16 @@ impl ExecutionGraph {
         self.num_groups
     }
 
-    /// The execution vertices of a job vertex, as a contiguous index range. O(1).
+    /// The execution vertices of a job vertex, as a contiguous index range (empty, at the
+    /// end, while it is uninitialised). O(1).
     pub fn execution_vertices_of(&self, job_vertex: JobVertexIndex) -> Range<u32> {
-        self.vertex_offsets[job_vertex.idx()]..self.vertex_offsets[job_vertex.idx() + 1]
+        match self.vertex_offsets.get(job_vertex.idx() + 1) {
+            Some(&end) => self.vertex_offsets[job_vertex.idx()]..end,
+            None => {
+                let n = self.num_execution_vertices();
+                n..n
+            }
+        }
     }
 
     /// Dense index of `(job vertex, subtask)`. O(1).
@@ -435,12 +552,13 @@ impl ExecutionGraph {
         &self,
         id: IntermediateResultPartitionId,
     ) -> Option<PartitionIndex> {
-        let r = id.result.idx();
-        let (start, end) = (
-            *self.partition_offsets.get(r)?,
-            *self.partition_offsets.get(r + 1)?,
-        );
-        (id.partition < end - start).then_some(PartitionIndex(start + id.partition))
+        let start = *self.partition_starts.get(id.result.idx())?;
+        if start == UNINITIALIZED {
+            return None;
+        }
+        let producer = self.job.data_set(id.result).producer;
+        (id.partition < self.parallelism_of(producer))
+            .then_some(PartitionIndex(start + id.partition))
     }
 
     /// The expansion of one job edge.
@@ -518,8 +636,10 @@ impl ExecutionGraph {
             .data_set(partition.result)
             .consumers
             .iter()
-            .map(move |&e| {
-                let c = &self.connections[e.idx()];
+            .map(move |&e| &self.connections[e.idx()])
+            // Consumers not yet initialised have no groups.
+            .filter(|c| c.num_groups > 0)
+            .map(move |c| {
                 ConsumerVertexGroupId(
                     c.first_group + c.local_group_of_partition(partition.partition),
                 )
@@ -562,8 +682,7 @@ impl ExecutionGraph {
     pub fn heap_bytes(&self) -> usize {
         use std::mem::size_of;
         self.job.heap_bytes()
-            + (self.vertex_offsets.capacity() + self.partition_offsets.capacity())
-                * size_of::<u32>()
+            + (self.vertex_offsets.capacity() + self.partition_starts.capacity()) * size_of::<u32>()
             + self.connections.capacity() * size_of::<EdgeConnection>()
             + self.edges_by_group.capacity() * size_of::<JobEdgeIndex>()
     }

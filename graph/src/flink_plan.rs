@@ -8,7 +8,7 @@
 //! (Flink's `StreamingJobGraphGenerator`, see [`ShipStrategy`]); every edge
 //! gets a data set of its own (the plan does not say when Flink shared one); max parallelism
 //! takes Flink's default; parallelism `-1` (decided at run time by the adaptive batch
-//! scheduler) takes a default.
+//! scheduler) stays `-1`, undecided.
 //!
 //! Names: a vertex keeps the node's `description` verbatim (Flink's `JobVertex` pretty name or
 //! name: the chained operators, HTML-escaped, lines joined by `<br/>`) and gets as its name the
@@ -22,9 +22,10 @@ use serde_json::Value;
 use crate::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
 use crate::{GraphError, ResultPartitionType, ShipStrategy};
 
-/// Parallelism given to vertices whose plan parallelism is `-1`: 128, the default of Flink's
-/// `execution.batch.adaptive.auto-parallelism.max-parallelism`, i.e. the most Flink's adaptive
-/// batch scheduler would choose by default. A conservative figure for planning.
+/// The default estimate of undecided vertices (parallelism `-1`, `--default-parallelism`): 128,
+/// the default of Flink's `execution.batch.adaptive.auto-parallelism.max-parallelism`, i.e. the
+/// most Flink's adaptive batch scheduler would choose by default. A conservative figure for
+/// planning.
 pub const DEFAULT_ADAPTIVE_PARALLELISM: u32 = 128;
 
 /// A Flink plan, read from its document (with or without REST's `{"plan": ...}` wrapper) field by
@@ -71,7 +72,7 @@ pub fn looks_like_flink_plan(value: &serde_json::Value) -> bool {
 /// the input) and naming the node and input for a parallelism other than `-1` or a positive
 /// number, an unknown exchange, or duplicate input numbers. Unknown producers and cycles are reported when the result is
 /// validated by [`JobGraph::from_json`](crate::JobGraph::from_json).
-pub fn import(bytes: &[u8], default_parallelism: u32) -> Result<JobGraphJson, GraphError> {
+pub fn import(bytes: &[u8]) -> Result<JobGraphJson, GraphError> {
     let document: Value = serde_json::from_slice(bytes).map_err(|e| GraphError::Json {
         format: "Flink plan",
         message: e.to_string(),
@@ -92,8 +93,8 @@ pub fn import(bytes: &[u8], default_parallelism: u32) -> Result<JobGraphJson, Gr
     let mut edges = Vec::new();
     for node in &plan.nodes {
         let parallelism = match node.parallelism {
-            -1 => default_parallelism,
-            p if p >= 1 => u32::try_from(p).map_err(|_| {
+            -1 => crate::json::PARALLELISM_UNDECIDED,
+            p if p >= 1 => i32::try_from(p).map_err(|_| {
                 GraphError::FlinkPlan(format!("node {}: parallelism {p} is too large", node.id))
             })?,
             p => {
@@ -114,6 +115,8 @@ pub fn import(bytes: &[u8], default_parallelism: u32) -> Result<JobGraphJson, Gr
             operators: Vec::new(),
             invokable: None,
             config: Default::default(),
+            source_bytes: None,
+            skew_splittable: false,
         });
         let mut inputs: Vec<&FlinkInput> = node.inputs.iter().collect();
         inputs.sort_by_key(|i| i.num);
@@ -284,11 +287,12 @@ mod tests {
             {"id":"b","parallelism":-1,"inputs":[{"num":0,"id":"a","ship_strategy":"RESCALE","exchange":"blocking"}]},
             {"id":"a","parallelism":3}]}"#;
         let wrapped = format!(r#"{{"plan":{bare}}}"#);
-        let a = import(bare.as_bytes(), 5).unwrap();
-        let b = import(wrapped.as_bytes(), 5).unwrap();
+        let a = import(bare.as_bytes()).unwrap();
+        let b = import(wrapped.as_bytes()).unwrap();
         assert_eq!(a, b);
         assert_eq!(a.job_type, "batch");
-        assert_eq!(a.vertices[0].parallelism, 5);
+        assert_eq!(a.vertices[0].parallelism, -1, "undecided stays undecided");
+        assert_eq!(a.vertices[1].parallelism, 3);
         assert_eq!(a.edges[0].distribution_pattern, "pointwise");
         assert_eq!(a.edges[0].result_partition_type, "blocking");
     }
@@ -301,7 +305,7 @@ mod tests {
             {"id":"c","parallelism":1,"contents":"Old Map"},
             {"id":"d","parallelism":1,"operator":"","description":""},
             {"id":"e","parallelism":1,"description":"a &gt; b"}]}"#;
-        let json = import(plan.as_bytes(), 1).unwrap();
+        let json = import(plan.as_bytes()).unwrap();
         let got: Vec<(Option<&str>, Option<&str>)> = json
             .vertices
             .iter()
@@ -322,7 +326,7 @@ mod tests {
         );
         let bad = r#"{"nodes":[{"id":"a","parallelism":1,"description":7}]}"#;
         assert_eq!(
-            import(bad.as_bytes(), 1).unwrap_err(),
+            import(bad.as_bytes()).unwrap_err(),
             GraphError::FlinkPlan(
                 r#"node "a": field `description` is a number, not a string"#.to_owned()
             )
@@ -362,7 +366,7 @@ mod tests {
             ),
         ];
         for (plan, expected) in cases {
-            let e = import(plan.as_bytes(), 1).unwrap_err();
+            let e = import(plan.as_bytes()).unwrap_err();
             assert_eq!(e, GraphError::FlinkPlan(expected.to_owned()), "{plan}");
         }
     }
@@ -370,11 +374,11 @@ mod tests {
     #[test]
     fn bad_parallelism_and_exchange_name_the_node() {
         let zero = r#"{"nodes":[{"id":"n1","parallelism":0}]}"#;
-        let e = import(zero.as_bytes(), 1).unwrap_err().to_string();
+        let e = import(zero.as_bytes()).unwrap_err().to_string();
         assert!(e.contains("n1") && e.contains("parallelism 0"), "{e}");
         let exchange = r#"{"nodes":[{"id":"a","parallelism":1},
             {"id":"b","parallelism":1,"inputs":[{"num":0,"id":"a","ship_strategy":"HASH","exchange":"carrier_pigeon"}]}]}"#;
-        let e = import(exchange.as_bytes(), 1).unwrap_err().to_string();
+        let e = import(exchange.as_bytes()).unwrap_err().to_string();
         assert!(
             e.contains("node b input 0") && e.contains("carrier_pigeon"),
             "{e}"

@@ -17,13 +17,15 @@ pub fn word_count(parallelism: u32, result_partition_type: ResultPartitionType) 
         id: id.to_owned(),
         name: None,
         description: None,
-        parallelism,
+        parallelism: i32::try_from(parallelism).unwrap_or(i32::MAX),
         max_parallelism: None,
         slot_sharing_group: None,
         co_location_group: None,
         operators: Vec::new(),
         invokable: None,
         config: Default::default(),
+        source_bytes: None,
+        skew_splittable: false,
     };
     JobGraphJson {
         name: format!("word count {parallelism} x {parallelism} ({result_partition_type})"),

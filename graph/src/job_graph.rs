@@ -84,10 +84,17 @@ pub fn default_max_parallelism(parallelism: u32) -> u64 {
 pub struct JobVertex {
     /// Explicit or Flink-default max parallelism, at least `parallelism`.
     pub max_parallelism: u64,
-    /// Number of subtasks, at least 1.
+    /// Number of subtasks, at least 1; for an [`undecided`](Self::undecided) vertex the
+    /// estimate (`--default-parallelism`) that planning and a run without deciding use.
     pub parallelism: u32,
     /// Whether `max_parallelism` was given explicitly.
     pub max_parallelism_configured: bool,
+    /// The job graph says `-1`: the parallelism is decided at run time from the bytes the
+    /// inputs produced (batch jobs only); `parallelism` is an estimate until then.
+    pub undecided: bool,
+    /// A skewed subpartition this vertex consumes may be split across several of its subtasks
+    /// (the job graph's `skew_splittable`).
+    pub skew_splittable: bool,
     /// Number of the slot sharing group in the graph's table (0 is `default`).
     slot_sharing_group: u32,
     /// Number of the co-location group in the graph's table, or [`NO_GROUP`].
@@ -186,7 +193,9 @@ pub(crate) enum Coded<T> {
 /// One vertex as read, before validation.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RawVertex {
-    parallelism: u32,
+    /// As written: at least 1, or `-1` (undecided).
+    parallelism: i32,
+    skew_splittable: bool,
     max_parallelism: Option<u32>,
     slot_sharing_group: u32,
     co_location_group: u32,
@@ -223,6 +232,10 @@ pub(crate) struct RawJob {
     labels: Vec<(u32, Labels)>,
     /// Tasks of the vertices that name one or have a config: (listing position, it), ascending.
     tasks: Vec<(u32, Task)>,
+    /// `source_bytes` of the vertices that give it: (listing position, bytes), ascending.
+    source_bytes: Vec<(u32, u64)>,
+    /// The parallelism an undecided vertex is given until it is decided (`--default-parallelism`).
+    pub(crate) estimate: u32,
     edge_text: StrArena,
     edges: Vec<RawEdge>,
 }
@@ -241,6 +254,8 @@ impl Default for RawJob {
             operators: Vec::new(),
             labels: Vec::new(),
             tasks: Vec::new(),
+            source_bytes: Vec::new(),
+            estimate: crate::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,
             edge_text: StrArena::default(),
             edges: Vec::new(),
         }
@@ -258,11 +273,13 @@ impl RawJob {
         id: &str,
         name: Option<&str>,
         description: Option<&str>,
-        parallelism: u32,
+        parallelism: i32,
         max_parallelism: Option<u32>,
         slot_sharing_group: Option<&str>,
         co_location_group: Option<&str>,
         operators: Vec<OperatorJson>,
+        source_bytes: Option<u64>,
+        skew_splittable: bool,
     ) {
         let position = self.ids.push(id);
         if let Some(labels) = Labels::of(name, description) {
@@ -271,8 +288,12 @@ impl RawJob {
         if !operators.is_empty() {
             self.operators.push((position, operators));
         }
+        if let Some(bytes) = source_bytes {
+            self.source_bytes.push((position, bytes));
+        }
         self.vertices.push(RawVertex {
             parallelism,
+            skew_splittable,
             max_parallelism,
             slot_sharing_group: slot_sharing_group
                 .map_or(0, |g| self.slot_sharing_groups.intern(g)),
@@ -328,11 +349,17 @@ impl RawJob {
         });
     }
 
-    /// `--parallelism N`: every vertex of parallelism above 1 gets `parallelism`.
-    pub(crate) fn override_parallelism(&mut self, parallelism: u32) {
+    /// `--parallelism N` (`Some(N)`): every vertex of parallelism above 1 or undecided gets
+    /// `N`; `--parallelism auto` (`None`): every vertex of parallelism above 1 becomes undecided.
+    /// Either way vertices of parallelism 1 stay at 1. `N` above `i32::MAX` is kept as
+    /// `i32::MAX`, which validation then refuses as too many subtasks.
+    pub(crate) fn override_parallelism(&mut self, parallelism: Option<u32>) {
+        let to = parallelism.map_or(crate::json::PARALLELISM_UNDECIDED, |p| {
+            i32::try_from(p).unwrap_or(i32::MAX)
+        });
         for v in &mut self.vertices {
-            if v.parallelism > 1 {
-                v.parallelism = parallelism;
+            if v.parallelism > 1 || v.parallelism == crate::json::PARALLELISM_UNDECIDED {
+                v.parallelism = to;
             }
         }
     }
@@ -354,6 +381,8 @@ impl RawJob {
                 v.slot_sharing_group.as_deref(),
                 v.co_location_group.as_deref(),
                 v.operators.clone(),
+                v.source_bytes,
+                v.skew_splittable,
             );
             raw.set_task(v.invokable.as_deref(), v.config.clone());
         }
@@ -396,6 +425,8 @@ pub struct JobGraph {
     labels: Vec<(JobVertexIndex, Labels)>,
     /// (vertex, its task) for the vertices that name one or have a config, by vertex.
     tasks: Vec<(JobVertexIndex, Task)>,
+    /// (vertex, its `source_bytes`) for the vertices that give it, by vertex.
+    source_bytes: Vec<(JobVertexIndex, u64)>,
     /// `inputs[input_offsets[j]..input_offsets[j + 1]]` are the inputs of vertex `j`; both
     /// empty when there are no edges.
     input_offsets: Vec<u32>,
@@ -424,7 +455,9 @@ impl PartialEq for JobGraph {
                 b.parallelism,
                 b.max_parallelism,
                 b.max_parallelism_configured,
-            ) && self.vertex_id(j) == other.vertex_id(j)
+            ) && (a.undecided, a.skew_splittable) == (b.undecided, b.skew_splittable)
+                && self.source_bytes(j) == other.source_bytes(j)
+                && self.vertex_id(j) == other.vertex_id(j)
                 && self.slot_sharing_group(j) == other.slot_sharing_group(j)
                 && self.co_location_group(j) == other.co_location_group(j)
                 && self.operators(j) == other.operators(j)
@@ -502,6 +535,21 @@ impl JobGraph {
         JobGraph::from_raw(RawJob::from_json(json))
     }
 
+    /// As [`JobGraph::from_json`], with `estimate` (`--default-parallelism`) as the parallelism of
+    /// undecided vertices (`-1`) instead of [`DEFAULT_ADAPTIVE_PARALLELISM`](crate::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM)
+    /// (capped by an explicit max parallelism).
+    ///
+    /// # Errors
+    /// As [`JobGraph::from_json`].
+    pub fn from_json_estimating(
+        json: &JobGraphJson,
+        estimate: u32,
+    ) -> Result<JobGraph, GraphError> {
+        let mut raw = RawJob::from_json(json);
+        raw.estimate = estimate;
+        JobGraph::from_raw(raw)
+    }
+
     /// Validates a job as read (see [`JobGraph::from_json`], which this implements). Consumes
     /// it, freeing its parts as they are no longer needed.
     pub(crate) fn from_raw(raw: RawJob) -> Result<JobGraph, GraphError> {
@@ -515,6 +563,8 @@ impl JobGraph {
             operators: raw_operators,
             labels: raw_labels,
             tasks: raw_tasks,
+            source_bytes: raw_source_bytes,
+            estimate,
             edge_text,
             edges: raw_edges,
         } = raw;
@@ -556,16 +606,27 @@ impl JobGraph {
             if v.parallelism == 0 {
                 return Err(GraphError::ZeroParallelism(id.to_owned()));
             }
+            if v.parallelism < crate::json::PARALLELISM_UNDECIDED {
+                return Err(GraphError::NegativeParallelism {
+                    vertex: id.to_owned(),
+                    parallelism: v.parallelism,
+                });
+            }
+            if v.parallelism == crate::json::PARALLELISM_UNDECIDED && job_type == JobType::Streaming
+            {
+                return Err(GraphError::UndecidedInStreamingJob(id.to_owned()));
+            }
+            let parallelism = raw_parallelism(v, estimate);
             if let Some(max) = v.max_parallelism {
-                if v.parallelism > max {
+                if parallelism > max {
                     return Err(GraphError::ParallelismAboveMax {
                         vertex: id.to_owned(),
-                        parallelism: v.parallelism,
+                        parallelism,
                         max_parallelism: max,
                     });
                 }
             }
-            total_subtasks += u64::from(v.parallelism);
+            total_subtasks += u64::from(parallelism);
         }
         if total_subtasks > MAX_EXECUTION_VERTICES {
             return Err(GraphError::TooLarge {
@@ -679,12 +740,15 @@ impl JobGraph {
             .iter()
             .map(|&listing| {
                 let v = &raw_vertices[listing as usize];
+                let parallelism = raw_parallelism(v, estimate);
                 JobVertex {
-                    parallelism: v.parallelism,
+                    parallelism,
                     max_parallelism: v
                         .max_parallelism
-                        .map_or_else(|| default_max_parallelism(v.parallelism), u64::from),
+                        .map_or_else(|| default_max_parallelism(parallelism), u64::from),
                     max_parallelism_configured: v.max_parallelism.is_some(),
+                    undecided: v.parallelism == crate::json::PARALLELISM_UNDECIDED,
+                    skew_splittable: v.skew_splittable,
                     slot_sharing_group: v.slot_sharing_group,
                     co_location_group: v.co_location_group,
                 }
@@ -788,6 +852,22 @@ impl JobGraph {
                         );
                     }
                     let first = edges[existing.consumers[0].idx()].target;
+                    let (first_undecided, other_undecided) = (
+                        vertices[first.idx()].undecided,
+                        vertices[target.idx()].undecided,
+                    );
+                    if first_undecided != other_undecided {
+                        let (undecided, fixed) = if first_undecided {
+                            (first, target)
+                        } else {
+                            (target, first)
+                        };
+                        return Err(GraphError::DataSetConsumerUndecided {
+                            data_set: name.to_owned(),
+                            undecided: vertex_id(undecided).to_owned(),
+                            fixed: vertex_id(fixed).to_owned(),
+                        });
+                    }
                     let (first_parallelism, other_parallelism) = (
                         vertices[first.idx()].parallelism,
                         vertices[target.idx()].parallelism,
@@ -877,6 +957,11 @@ impl JobGraph {
             .collect();
         tasks.sort_by_key(|(j, _)| *j);
         tasks.shrink_to_fit();
+        let mut source_bytes: Vec<(JobVertexIndex, u64)> = raw_source_bytes
+            .into_iter()
+            .map(|(listing, bytes)| (JobVertexIndex(position[listing as usize]), bytes))
+            .collect();
+        source_bytes.sort_by_key(|(j, _)| *j);
         vertex_by_id.remap(|listing| position[listing as usize]);
         drop(position);
         let identity = order.iter().enumerate().all(|(pos, &l)| pos == l as usize);
@@ -894,6 +979,7 @@ impl JobGraph {
             operators,
             labels,
             tasks,
+            source_bytes,
             input_offsets,
             inputs,
             produced_offsets,
@@ -923,7 +1009,11 @@ impl JobGraph {
                         id: self.vertex_id(index).to_owned(),
                         name: self.vertex_name(index).map(str::to_owned),
                         description: self.vertex_description(index).map(str::to_owned),
-                        parallelism: v.parallelism,
+                        parallelism: if v.undecided {
+                            crate::json::PARALLELISM_UNDECIDED
+                        } else {
+                            i32::try_from(v.parallelism).unwrap_or(i32::MAX)
+                        },
                         max_parallelism: v
                             .max_parallelism_configured
                             .then(|| u32::try_from(v.max_parallelism).unwrap_or(u32::MAX)),
@@ -933,6 +1023,8 @@ impl JobGraph {
                         operators: self.operators(index).to_vec(),
                         invokable: self.vertex_invokable(index).map(str::to_owned),
                         config: self.vertex_config(index).clone(),
+                        source_bytes: self.source_bytes(index),
+                        skew_splittable: v.skew_splittable,
                     }
                 })
                 .collect(),
@@ -1079,6 +1171,28 @@ impl JobGraph {
             .map_or(&[], |k| &self.operators[k].1)
     }
 
+    /// The bytes a source produces in all, if the job graph gives them (`source_bytes`).
+    /// O(log of the number of vertices that give it).
+    pub fn source_bytes(&self, index: JobVertexIndex) -> Option<u64> {
+        self.source_bytes
+            .binary_search_by_key(&index, |(j, _)| *j)
+            .ok()
+            .map(|k| self.source_bytes[k].1)
+    }
+
+    /// Whether any vertex is [`undecided`](JobVertex::undecided). O(V).
+    pub fn has_undecided(&self) -> bool {
+        self.vertices.iter().any(|v| v.undecided)
+    }
+
+    /// Fixes every undecided vertex at its estimate (a run given `--default-parallelism`
+    /// explicitly, or a runtime that does not decide). O(V).
+    pub fn fix_undecided(&mut self) {
+        for v in &mut self.vertices {
+            v.undecided = false;
+        }
+    }
+
     /// The input edges of a vertex, in input order (the order of the edge list).
     ///
     /// # Panics
@@ -1183,6 +1297,7 @@ impl JobGraph {
                 .map(|d| d.id.capacity() + d.consumers.capacity() * size_of::<JobEdgeIndex>())
                 .sum::<usize>();
         let labels = self.labels.capacity() * size_of::<(JobVertexIndex, Labels)>()
+            + self.source_bytes.capacity() * size_of::<(JobVertexIndex, u64)>()
             + self
                 .labels
                 .iter()
@@ -1195,6 +1310,18 @@ impl JobGraph {
                 .map(|(_, t)| t.heap_bytes())
                 .sum::<usize>();
         vertices + operators + labels + tasks + edges + data_sets + self.vertex_by_id.heap_bytes()
+    }
+}
+
+/// The parallelism of a vertex as read: as written, or for `-1` the estimate capped by its
+/// explicit max parallelism (validation has refused every other value below 1).
+fn raw_parallelism(v: &RawVertex, estimate: u32) -> u32 {
+    match u32::try_from(v.parallelism) {
+        Ok(p) => p,
+        Err(_) => v
+            .max_parallelism
+            .map_or(estimate, |max| estimate.min(max))
+            .max(1),
     }
 }
 

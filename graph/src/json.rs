@@ -50,8 +50,10 @@ pub struct JobVertexJson {
     /// the chained operators, HTML-escaped, lines separated by `<br/>`). Absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Number of subtasks, at least 1.
-    pub parallelism: u32,
+    /// Number of subtasks, at least 1, or [`PARALLELISM_UNDECIDED`] (`-1`, batch jobs only):
+    /// decided at run time from the bytes the inputs produced, as Flink's adaptive batch
+    /// scheduler. `i32` as Flink's `int parallelism`.
+    pub parallelism: i32,
     /// Upper bound for rescaling (key groups); Flink's default applies when absent
     /// (see [`default_max_parallelism`](crate::default_max_parallelism)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,7 +75,20 @@ pub struct JobVertexJson {
     /// `{"words-per-source": "1000"}`. Absent: empty.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub config: BTreeMap<String, String>,
+    /// Bytes a source produces in all, over all its subtasks (for the simulator); absent: the
+    /// run's `--source-bytes`. Only meaningful for a vertex without inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_bytes: Option<u64>,
+    /// Whether a subpartition this vertex consumes may be split across several of its subtasks
+    /// when it is skewed (its records need not meet in one subtask, e.g. no grouping by key).
+    /// Absent: `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skew_splittable: bool,
 }
+
+/// The parallelism written for a vertex whose parallelism is decided at run time (Flink's
+/// `ExecutionConfig.PARALLELISM_DEFAULT`).
+pub const PARALLELISM_UNDECIDED: i32 = -1;
 
 /// One operator of a vertex's chain.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,6 +179,24 @@ impl JobGraphJson {
                 .enumerate()
                 .map(|(i, v)| (i, v.id.as_str(), v.name.as_deref())),
         )
+    }
+
+    /// Sets every undecided vertex (`-1`) to `estimate`, capped by its explicit max parallelism
+    /// (at least 1), as [`JobGraph::from_json_estimating`](crate::JobGraph::from_json_estimating)
+    /// counts it; for tools that need a number. Returns how many vertices changed. O(V).
+    pub fn estimate_undecided(&mut self, estimate: u32) -> usize {
+        let mut changed = 0;
+        for v in &mut self.vertices {
+            if v.parallelism == PARALLELISM_UNDECIDED {
+                let p = v
+                    .max_parallelism
+                    .map_or(estimate, |m| estimate.min(m))
+                    .max(1);
+                v.parallelism = i32::try_from(p).unwrap_or(i32::MAX);
+                changed += 1;
+            }
+        }
+        changed
     }
 
     /// Writes the job graph as pretty JSON.

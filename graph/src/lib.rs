@@ -21,6 +21,7 @@
 //!
 //! Nothing in this crate does I/O; it is pure and deterministic.
 
+pub mod dynamic;
 mod error;
 mod execution_graph;
 pub mod flink_plan;

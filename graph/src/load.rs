@@ -4,7 +4,7 @@
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
-use crate::json::JobGraphJson;
+use crate::json::{JobGraphJson, PARALLELISM_UNDECIDED};
 use crate::{flink_plan, GraphError, JobGraph};
 
 /// The largest job file, in either format, that [`parse`] and [`load`] accept: 256 MiB
@@ -21,10 +21,15 @@ pub const MAX_JOB_FILE_BYTES: u64 = 256 << 20;
 /// How to read a job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadOptions {
-    /// `--parallelism N`: set every vertex whose parallelism is above 1 to `N`; vertices of
-    /// parallelism 1 (global sinks, sorts) stay at 1. Applies to both formats.
+    /// `--parallelism N`: set every vertex whose parallelism is above 1, or undecided (`-1`),
+    /// to `N`; vertices of parallelism 1 (global sinks, sorts) stay at 1. Applies to both
+    /// formats.
     pub parallelism: Option<u32>,
-    /// `--default-parallelism`: the parallelism of Flink plan vertices written as `-1`.
+    /// `--parallelism auto`: make every vertex whose parallelism is above 1 undecided (`-1`,
+    /// decided at run time; an error for a streaming job). Applied after `parallelism`.
+    pub auto_parallelism: bool,
+    /// `--default-parallelism`: the estimate of undecided vertices (`-1`): the parallelism that
+    /// planning uses, and a run that does not decide.
     pub default_parallelism: u32,
 }
 
@@ -32,6 +37,7 @@ impl Default for LoadOptions {
     fn default() -> Self {
         LoadOptions {
             parallelism: None,
+            auto_parallelism: false,
             default_parallelism: flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,
         }
     }
@@ -46,7 +52,9 @@ pub enum InputFormat {
     FlinkPlan,
 }
 
-/// Parses either format into job graph JSON, applying the options, without validating.
+/// Parses either format into job graph JSON, applying `parallelism` and `auto_parallelism`,
+/// without validating. Undecided vertices stay `-1` in the result (Flink plans' `-1` included):
+/// validate with [`JobGraph::from_json_estimating`] and `default_parallelism` for their estimate.
 ///
 /// # Errors
 /// [`GraphError::TooLarge`] above [`MAX_JOB_FILE_BYTES`]; [`GraphError::Json`] with line and
@@ -58,17 +66,22 @@ pub fn parse(
 ) -> Result<(JobGraphJson, InputFormat), GraphError> {
     check_size(bytes)?;
     let (mut json, format) = if is_flink_plan(bytes) {
-        (
-            flink_plan::import(bytes, options.default_parallelism)?,
-            InputFormat::FlinkPlan,
-        )
+        (flink_plan::import(bytes)?, InputFormat::FlinkPlan)
     } else {
         (JobGraphJson::parse(bytes)?, InputFormat::JobGraph)
     };
     if let Some(p) = options.parallelism {
+        let p = i32::try_from(p).unwrap_or(i32::MAX);
+        for v in &mut json.vertices {
+            if v.parallelism > 1 || v.parallelism == PARALLELISM_UNDECIDED {
+                v.parallelism = p;
+            }
+        }
+    }
+    if options.auto_parallelism {
         for v in &mut json.vertices {
             if v.parallelism > 1 {
-                v.parallelism = p;
+                v.parallelism = PARALLELISM_UNDECIDED;
             }
         }
     }
@@ -136,13 +149,18 @@ fn load_detected(
     if is_flink_plan(bytes) {
         let (json, format) = parse(bytes, options)?;
         drop(input);
-        return Ok((JobGraph::from_json(&json)?, format));
+        let job = JobGraph::from_json_estimating(&json, options.default_parallelism)?;
+        return Ok((job, format));
     }
     let mut raw = crate::stream::parse(bytes)?;
     drop(input);
     if let Some(p) = options.parallelism {
-        raw.override_parallelism(p);
+        raw.override_parallelism(Some(p));
     }
+    if options.auto_parallelism {
+        raw.override_parallelism(None);
+    }
+    raw.estimate = options.default_parallelism;
     Ok((JobGraph::from_raw(raw)?, InputFormat::JobGraph))
 }
 

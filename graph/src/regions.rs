@@ -315,6 +315,59 @@ impl PipelinedRegions {
         Ok(())
     }
 
+    /// Appends the regions of job vertex `job_vertex`, just initialised in `graph`
+    /// ([`ExecutionGraph::initialize_next`]) after every vertex these regions cover: each of its
+    /// subtasks is a region of its own, numbered after every existing region (as
+    /// [`compute`](Self::compute) numbers them, by first vertex). Existing regions do not change.
+    /// O(its parallelism).
+    ///
+    /// # Errors
+    /// [`GraphError::NotDynamic`] if the vertex has a must-be-pipelined input or output edge or a
+    /// co-location group (its region would not be its own, see
+    /// [`first_dynamic_vertex`](crate::dynamic::first_dynamic_vertex));
+    /// [`GraphError::TooLarge`] if it is not the vertex that follows these regions' vertices.
+    pub fn extend(
+        &mut self,
+        graph: &ExecutionGraph,
+        job_vertex: JobVertexIndex,
+    ) -> Result<(), GraphError> {
+        let job = graph.job_graph();
+        let not_dynamic = |reason| GraphError::NotDynamic {
+            vertex: job.vertex_id(job_vertex).to_owned(),
+            reason,
+        };
+        if job.co_location_group(job_vertex).is_some() {
+            return Err(not_dynamic("it is in a co-location group"));
+        }
+        let pipelined_in = job
+            .inputs(job_vertex)
+            .iter()
+            .any(|&e| !job.edge(e).result_partition_type.is_region_boundary());
+        let pipelined_out = job
+            .produced_data_sets(job_vertex)
+            .iter()
+            .any(|&d| !job.data_set(d).result_partition_type.is_region_boundary());
+        if pipelined_in || pipelined_out {
+            return Err(not_dynamic("it has a pipelined input or output"));
+        }
+        let range = graph.execution_vertices_of(job_vertex);
+        let covered = self.regions.region_of.len() as u64;
+        if u64::from(range.start) != covered || range.is_empty() {
+            return Err(GraphError::TooLarge {
+                what: "execution vertices before the extended vertex",
+                count: u64::from(range.start),
+                limit: covered,
+            });
+        }
+        let p = &mut self.regions;
+        for v in range {
+            p.region_of.push(index_u32(p.offsets.len() - 1));
+            p.members.push(v);
+            p.offsets.push(index_u32(p.members.len()));
+        }
+        Ok(())
+    }
+
     /// Number of scheduling regions.
     pub fn len(&self) -> usize {
         self.regions.len()

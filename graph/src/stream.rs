@@ -126,7 +126,7 @@ struct JobVertexJson<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     description: Option<Cow<'a, str>>,
-    parallelism: u32,
+    parallelism: i32,
     #[serde(default)]
     max_parallelism: Option<u32>,
     #[serde(default, borrow)]
@@ -139,6 +139,10 @@ struct JobVertexJson<'a> {
     invokable: Option<Cow<'a, str>>,
     #[serde(default)]
     config: BTreeMap<String, String>,
+    #[serde(default)]
+    source_bytes: Option<u64>,
+    #[serde(default)]
+    skew_splittable: bool,
 }
 
 /// One edge as [`crate::json::JobEdgeJson`] reads it, borrowing its strings where they have no
@@ -191,6 +195,8 @@ impl<'de> Visitor<'de> for VerticesSeed<'_> {
                 v.slot_sharing_group.as_deref(),
                 v.co_location_group.as_deref(),
                 v.operators,
+                v.source_bytes,
+                v.skew_splittable,
             );
             self.raw.set_task(v.invokable.as_deref(), v.config);
         }

@@ -201,10 +201,14 @@ impl Edit {
                 if *parallelism == 0 {
                     return Err(refuse("parallelism must be at least 1".to_owned()));
                 }
+                let current = u32::try_from(v.parallelism).ok();
                 let (max, how) = match v.max_parallelism {
                     Some(m) => (u64::from(m), "its max parallelism"),
                     None => (
-                        default_max_parallelism(v.parallelism),
+                        // An undecided vertex (-1) counts at the default estimate.
+                        default_max_parallelism(current.unwrap_or(
+                            conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,
+                        )),
                         "its max parallelism (Flink's default for its current parallelism, which a restored job keeps)",
                     ),
                 };
@@ -213,10 +217,11 @@ impl Edit {
                         "parallelism {parallelism} is above {how} {max}"
                     )));
                 }
-                if v.parallelism == *parallelism {
+                if current == Some(*parallelism) {
                     return Err(refuse(format!("the parallelism is already {parallelism}")));
                 }
-                v.parallelism = *parallelism;
+                v.parallelism = i32::try_from(*parallelism)
+                    .map_err(|_| refuse(format!("parallelism {parallelism} is too large")))?;
             }
             Edit::SetPartitioner { edge, partitioner } => {
                 let i = edge_index(&out, edge)?;
@@ -582,6 +587,8 @@ fn unchain(
         operators: tail,
         invokable: None,
         config: Default::default(),
+        source_bytes: None,
+        skew_splittable: false,
     };
     for e in &mut plan.edges {
         if e.source == vertex {
@@ -642,6 +649,8 @@ fn add_tap(
         }],
         invokable: None,
         config: Default::default(),
+        source_bytes: None,
+        skew_splittable: false,
     };
     let new_edges: Vec<JobEdgeJson> = match side {
         TapSide::Output => vec![JobEdgeJson {
@@ -777,7 +786,7 @@ pub fn flink_parallelism_overrides(
             .vertices
             .iter()
             .filter(|v| edited.contains(&v.id))
-            .map(|v| (v.id.clone(), v.parallelism))
+            .filter_map(|v| Some((v.id.clone(), u32::try_from(v.parallelism).ok()?)))
             .collect(),
     })
 }

@@ -126,9 +126,15 @@ pub fn rescale(
         edit: format!("rescaling vertex '{}' to {parallelism}", v.id),
         reason,
     };
+    let Ok(current) = u32::try_from(v.parallelism) else {
+        return Err(refuse(
+            "its parallelism is undecided (-1): no state was written at a known parallelism"
+                .to_owned(),
+        ));
+    };
     let (max, configured) = match v.max_parallelism {
         Some(m) => (u64::from(m), true),
-        None => (default_max_parallelism(v.parallelism), false),
+        None => (default_max_parallelism(current), false),
     };
     let written = if configured {
         format!("its max parallelism {max}")
@@ -151,7 +157,7 @@ pub fn rescale(
             "parallelism {parallelism} is above {written}: a subtask must own at least one key group"
         )));
     }
-    let (old_p, new_p) = (u64::from(v.parallelism), u64::from(parallelism));
+    let (old_p, new_p) = (u64::from(current), u64::from(parallelism));
     let old_subtasks: Vec<OldSubtask> = (0..old_p)
         .map(|i| OldSubtask {
             subtask: i,
@@ -203,7 +209,7 @@ pub fn rescale(
         keyed_state,
         max_parallelism: max,
         max_parallelism_configured: configured,
-        old_parallelism: v.parallelism,
+        old_parallelism: current,
         new_parallelism: parallelism,
         old_subtasks,
         new_subtasks,

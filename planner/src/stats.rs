@@ -37,6 +37,9 @@ pub struct StatsConfig {
     pub buffers: BufferModel,
     /// The offload rule for shuffle descriptor groups (default: Flink 1.18+'s count rule).
     pub offload_rule: OffloadRule,
+    /// The estimate of vertices of undecided parallelism (`-1`, `--default-parallelism`);
+    /// `None`: [`DEFAULT_ADAPTIVE_PARALLELISM`](conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM).
+    pub default_parallelism: Option<u32>,
 }
 
 impl PlanStats {
@@ -47,7 +50,10 @@ impl PlanStats {
     /// # Errors
     /// [`PlanError::Graph`] for an invalid plan; [`PlanError::Descriptors`] on a descriptor bug.
     pub fn compute(json: &JobGraphJson, config: &StatsConfig) -> Result<PlanStats, PlanError> {
-        let job = JobGraph::from_json(json)?;
+        let estimate = config
+            .default_parallelism
+            .unwrap_or(conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM);
+        let job = JobGraph::from_json_estimating(json, estimate)?;
         let graph = ExecutionGraph::build(job)?;
         let regions = PipelinedRegions::compute(&graph)?;
         Self::of_graph(&graph, &regions, config)
@@ -85,6 +91,11 @@ impl PlanStats {
         Ok(PlanStats {
             name: job.name().to_owned(),
             job_type: job.job_type().as_str().to_owned(),
+            undecided_vertices: job
+                .vertex_indices()
+                .filter(|&j| job.vertex(j).undecided)
+                .map(|j| job.vertex_id(j).to_owned())
+                .collect(),
             job_vertices: job.vertices().len(),
             job_edges: job.edges().len(),
             execution_vertices: job.num_execution_vertices(),

@@ -188,7 +188,12 @@ pub fn total_channels(plan: &JobGraphJson) -> u64 {
     let p: HashMap<&str, u32> = plan
         .vertices
         .iter()
-        .map(|v| (v.id.as_str(), v.parallelism))
+        .map(|v| {
+            // An undecided vertex (-1) counts at the default estimate.
+            let p = u32::try_from(v.parallelism)
+                .unwrap_or(conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM);
+            (v.id.as_str(), p)
+        })
         .collect();
     plan.edges
         .iter()

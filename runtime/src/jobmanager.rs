@@ -298,8 +298,12 @@ pub(crate) async fn submit(
             default_parallelism: options
                 .default_parallelism
                 .unwrap_or(LoadOptions::default().default_parallelism),
+            ..LoadOptions::default()
         };
-        let job = conflux_graph::load::load(&submission.job, &load).map_err(|e| e.to_string())?;
+        let mut job =
+            conflux_graph::load::load(&submission.job, &load).map_err(|e| e.to_string())?;
+        // The runtime does not decide parallelism yet: undecided vertices run at the estimate.
+        job.fix_undecided();
         let tasks = invokables::resolve(&job, &options)?;
         let graph = ExecutionGraph::build(job).map_err(|e| e.to_string())?;
         let regions = PipelinedRegions::compute(&graph).map_err(|e| e.to_string())?;

@@ -11,13 +11,15 @@ pub fn vertex(id: &str, parallelism: u32) -> JobVertexJson {
         id: id.to_owned(),
         name: None,
         description: None,
-        parallelism,
+        parallelism: i32::try_from(parallelism).expect("parallelism fits in i32"),
         max_parallelism: None,
         slot_sharing_group: None,
         co_location_group: None,
         operators: Vec::new(),
         invokable: None,
         config: Default::default(),
+        source_bytes: None,
+        skew_splittable: false,
     }
 }
 

@@ -193,13 +193,15 @@ impl GraphSpec {
                     id: format!("v{i}"),
                     name: None,
                     description: None,
-                    parallelism: p,
+                    parallelism: i32::try_from(p).expect("parallelism fits in i32"),
                     max_parallelism: None,
                     slot_sharing_group: s.map(|g| format!("ssg{g}")),
                     co_location_group: None,
                     operators: Vec::new(),
                     invokable: None,
                     config: Default::default(),
+                    source_bytes: None,
+                    skew_splittable: false,
                 })
                 .collect(),
             edges: self

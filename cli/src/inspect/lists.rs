@@ -33,6 +33,9 @@ pub(crate) struct VertexRow<'a> {
     pub(crate) name: Option<&'a str>,
     pub(crate) parallelism: u32,
     pub(crate) slot_sharing_group: &'a str,
+    /// `-1` in the job graph: `parallelism` is the `--default-parallelism` estimate.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) undecided: bool,
 }
 
 /// One edge of `job_graph.edges`, with its expansion.
@@ -79,6 +82,7 @@ impl<'a> Lists<'a> {
                 name: job.vertex_name(j),
                 parallelism: v.parallelism,
                 slot_sharing_group: job.slot_sharing_group(j),
+                undecided: v.undecided,
             }
         })
     }

@@ -84,9 +84,10 @@ pub(crate) fn render(r: &Value, lists: Lists<'_>, w: &mut dyn Write) -> std::io:
     for v in lists.vertices() {
         writeln!(
             w,
-            "  {}  parallelism {}, max parallelism {}, slot sharing group {}",
+            "  {}  parallelism {}{}, max parallelism {}, slot sharing group {}",
             crate::plan::labelled(v.id, v.name),
             group_digits(u64::from(v.parallelism)),
+            if v.undecided { " (undecided)" } else { "" },
             group_digits(v.max_parallelism),
             v.slot_sharing_group
         )?;

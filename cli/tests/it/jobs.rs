@@ -539,3 +539,57 @@ fn flink_plan_errors_name_the_node_and_the_field() {
         assert_eq!(String::from_utf8_lossy(&out.stderr), expected, "{plan}");
     }
 }
+
+/// `inspect` marks undecided vertices (`-1`, or every vertex above 1 with `--parallelism auto`)
+/// and counts them at `--default-parallelism`; a streaming job cannot have them.
+#[test]
+fn inspect_marks_undecided_vertices() {
+    let out = conflux(&[
+        "inspect",
+        "fixtures/flink-plans/wordcount-batch-p4.plan.json",
+        "--parallelism",
+        "auto",
+        "--default-parallelism",
+        "16",
+        "--format",
+        "json",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let r = json_of(&out);
+    assert_eq!(r["execution_vertices"], 32);
+    let vertices = r["job_graph"]["vertices"].as_array().expect("vertices");
+    assert!(
+        vertices.iter().all(|v| v["undecided"] == true),
+        "{vertices:?}"
+    );
+    let text = conflux(&[
+        "inspect",
+        "fixtures/flink-plans/tpch-q3-auto-parallelism.plan.json",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert_eq!(
+        text.matches("parallelism 128 (undecided)").count(),
+        5,
+        "{text}"
+    );
+    assert_eq!(text.matches("parallelism 1, ").count(), 1, "{text}");
+    let refused = conflux(&[
+        "inspect",
+        "fixtures/flink-plans/wordcount-streaming-p4.plan.json",
+        "--parallelism",
+        "auto",
+    ]);
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("parallelism -1 (undecided) is only valid in a batch job"),
+        "{stderr}"
+    );
+    let bad = conflux(&[
+        "inspect",
+        "fixtures/jobs/small/pointwise-3-to-5-blocking.json",
+        "--parallelism",
+        "most",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+}

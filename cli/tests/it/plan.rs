@@ -570,3 +570,81 @@ fn rescale_shows_key_groups_per_subtask() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Undecided parallelism (`-1`): `plan stats` counts it at `--default-parallelism` and names the
+/// vertices; `plan edit` keeps `-1` and the adaptive fields in what it writes.
+#[test]
+fn undecided_vertices_are_estimated_and_kept_by_edits() {
+    let plan = fixture("flink-plans/wordcount-batch-p4-adaptive.plan.json");
+    let stats = conflux(&[
+        "plan",
+        "stats",
+        &plan,
+        "--default-parallelism",
+        "8",
+        "--format",
+        "json",
+    ]);
+    assert!(stats.status.success(), "{stats:?}");
+    let s = json_of(&stats);
+    assert_eq!(s["execution_vertices"], 16);
+    assert_eq!(s["channels"], 64);
+    assert_eq!(
+        s["undecided_vertices"],
+        serde_json::json!([
+            "cbc357ccb763df2852fee8c4fc7d55f2",
+            "90bea66de1c231edf33913ecd54406c1"
+        ])
+    );
+    let text = conflux(&["plan", "stats", &plan]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("undecided cbc357ccb763df2852fee8c4fc7d55f2, 90bea66de1c231edf33913ecd54406c1 (parallelism -1, counted at 128)"),
+        "{text}"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out_path = dir.path().join("edited.json");
+    let out_str = out_path.display().to_string();
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &plan,
+        "--set-slot-sharing-group",
+        "cbc357ccb763df2852fee8c4fc7d55f2=sources",
+        "--output",
+        &out_str,
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&out_path).expect("written")).expect("json");
+    for v in written["vertices"].as_array().expect("vertices") {
+        assert_eq!(v["parallelism"], -1, "{v}");
+    }
+    // A job graph with the adaptive fields keeps them through an edit.
+    let job = dir.path().join("job.json");
+    std::fs::write(
+        &job,
+        r#"{"job_type":"batch","vertices":[
+            {"id":"s","parallelism":-1,"source_bytes":1048576},
+            {"id":"c","parallelism":-1,"skew_splittable":true}],
+           "edges":[{"source":"s","target":"c","distribution_pattern":"all_to_all","result_partition_type":"blocking"}]}"#,
+    )
+    .expect("write");
+    let edited = dir.path().join("job-edited.json");
+    let out = conflux(&[
+        "plan",
+        "edit",
+        &job.display().to_string(),
+        "--set-slot-sharing-group",
+        "c=g",
+        "--output",
+        &edited.display().to_string(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&edited).expect("written")).expect("json");
+    assert_eq!(written["vertices"][0]["source_bytes"], 1_048_576);
+    assert_eq!(written["vertices"][1]["skew_splittable"], true);
+    assert_eq!(written["vertices"][1]["parallelism"], -1);
+}

@@ -509,6 +509,11 @@ fn flink_plan_minus_one_parallelism_takes_the_default() {
                 p => panic!("{name}: unexpected plan parallelism {p}"),
             };
             assert_eq!(graph.vertex(index).parallelism, expected, "{name} {id}");
+            assert_eq!(
+                graph.vertex(index).undecided,
+                expected == 7,
+                "{name} {id}: -1 stays undecided, the estimate aside"
+            );
         }
         assert_eq!(defaulted, adaptive_vertices, "{name}: vertices with -1");
         let m = mismatches(name, &graph, &gt, 7);
@@ -529,6 +534,7 @@ fn flink_plan_minus_one_parallelism_takes_the_default() {
             &LoadOptions {
                 parallelism: Some(16),
                 default_parallelism: 7,
+                ..LoadOptions::default()
             },
         );
         let at_16 = graph

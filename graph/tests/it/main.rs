@@ -3,6 +3,7 @@
 // Test graphs are tiny: index casts cannot truncate.
 #![allow(clippy::cast_possible_truncation)]
 
+mod dynamic;
 mod edges;
 mod flink_fixtures;
 mod reference;

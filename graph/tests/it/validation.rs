@@ -83,8 +83,26 @@ fn bad_job_graphs_are_rejected_naming_the_item() {
             &["job_type 'interactive'"],
         ),
         (
-            r#"{"job_type":"streaming","vertices":[{"id":"a","parallelism":-3}]}"#,
-            &["invalid value", "-3"],
+            r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":-3}]}"#,
+            &["vertex 'a'", "at least 1, or -1 (undecided), not -3"],
+        ),
+        (
+            r#"{"job_type":"streaming","vertices":[{"id":"a","parallelism":1},{"id":"b","parallelism":-1}]}"#,
+            &["vertex 'b'", "-1 (undecided) is only valid in a batch job"],
+        ),
+        (
+            r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2},{"id":"b","parallelism":4},{"id":"c","parallelism":-1}],
+               "edges":[{"source":"a","target":"b","distribution_pattern":"all_to_all","result_partition_type":"blocking","data_set":"x"},
+                        {"source":"a","target":"c","distribution_pattern":"all_to_all","result_partition_type":"blocking","data_set":"x"}]}"#,
+            &[
+                "data set 'x'",
+                "consumer 'c' has undecided parallelism",
+                "consumer 'b' a fixed one",
+            ],
+        ),
+        (
+            r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"source_bytes":-5}]}"#,
+            &["invalid value", "-5"],
         ),
         (
             r#"{"job_type":"streaming","vertices":[{"id":"a"}]}"#,
@@ -313,7 +331,8 @@ fn default_max_parallelism_follows_flink_without_its_cap() {
 /// graph or the same error.
 fn assert_loads_as_reference(bytes: &[u8], options: &LoadOptions) {
     let streamed = load::load(bytes, options);
-    let reference = load::parse(bytes, options).and_then(|(json, _)| JobGraph::from_json(&json));
+    let reference = load::parse(bytes, options)
+        .and_then(|(json, _)| JobGraph::from_json_estimating(&json, options.default_parallelism));
     assert_eq!(
         streamed,
         reference,
@@ -376,6 +395,11 @@ fn streaming_reader_matches_the_reference_reader() {
         r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"config":null}]}"#.to_owned(),
         r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"invokable":"x","invokable":"y"}]}"#.to_owned(),
         r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"invokable":3}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":-1,"source_bytes":1073741824},{"id":"b","parallelism":-1,"max_parallelism":16,"skew_splittable":true}],"edges":[{"source":"a","target":"b","distribution_pattern":"all_to_all","result_partition_type":"blocking"}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"skew_splittable":1}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2,"source_bytes":1,"source_bytes":2}]}"#.to_owned(),
+        r#"{"job_type":"streaming","vertices":[{"id":"a","parallelism":-1}]}"#.to_owned(),
+        r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":-2}]}"#.to_owned(),
         "17".to_owned(),
         "null".to_owned(),
     ];
@@ -388,6 +412,92 @@ fn streaming_reader_matches_the_reference_reader() {
     };
     let text = r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2},{"id":"b","parallelism":1},{"id":"c","parallelism":3,"max_parallelism":4}]}"#;
     assert_loads_as_reference(text.as_bytes(), &options);
+    let with_undecided = r#"{"job_type":"batch","vertices":[{"id":"a","parallelism":2},{"id":"b","parallelism":1},{"id":"c","parallelism":-1,"max_parallelism":4}]}"#;
+    for options in [
+        options,
+        LoadOptions {
+            auto_parallelism: true,
+            default_parallelism: 3,
+            ..LoadOptions::default()
+        },
+    ] {
+        assert_loads_as_reference(with_undecided.as_bytes(), &options);
+    }
+}
+
+/// `-1` is undecided (batch only): the graph holds the estimate (`--default-parallelism`,
+/// capped by an explicit max parallelism) and the flag; `--parallelism auto` makes every vertex
+/// above 1 undecided, `--parallelism N` fixes undecided ones at `N`; `source_bytes` and
+/// `skew_splittable` survive the round trip.
+#[test]
+fn undecided_parallelism_is_an_estimate_and_a_flag() {
+    let text = br#"{"job_type":"batch","vertices":[
+        {"id":"s","parallelism":-1,"source_bytes":1073741824},
+        {"id":"c","parallelism":-1,"max_parallelism":16,"skew_splittable":true},
+        {"id":"k","parallelism":1},{"id":"f","parallelism":4}],
+        "edges":[{"source":"s","target":"c","distribution_pattern":"all_to_all","result_partition_type":"blocking"},
+                 {"source":"c","target":"k","distribution_pattern":"all_to_all","result_partition_type":"blocking"},
+                 {"source":"k","target":"f","distribution_pattern":"all_to_all","result_partition_type":"blocking"}]}"#;
+    let estimated = LoadOptions {
+        default_parallelism: 32,
+        ..LoadOptions::default()
+    };
+    let g = load::load(text, &estimated).unwrap();
+    let at = |g: &JobGraph, id: &str| {
+        let j = g.vertex_index(id).unwrap();
+        let v = g.vertex(j);
+        (
+            v.parallelism,
+            v.undecided,
+            v.skew_splittable,
+            g.source_bytes(j),
+        )
+    };
+    assert_eq!(at(&g, "s"), (32, true, false, Some(1 << 30)));
+    assert_eq!(at(&g, "c"), (16, true, true, None), "capped by max 16");
+    assert_eq!(at(&g, "k"), (1, false, false, None));
+    assert_eq!(at(&g, "f"), (4, false, false, None));
+    assert_eq!(g.num_execution_vertices(), 32 + 16 + 1 + 4);
+    assert!(g.has_undecided());
+    // Round trip: -1 written back, the fields kept.
+    let json = g.to_json();
+    assert_eq!(json.vertices[0].parallelism, -1);
+    assert_eq!(json.vertices[0].source_bytes, Some(1 << 30));
+    assert!(json.vertices[1].skew_splittable);
+    let again = JobGraph::from_json_estimating(&json, 32).unwrap();
+    assert_eq!(again, g);
+    let text_json = json.to_json_pretty();
+    assert!(text_json.contains("\"parallelism\": -1"), "{text_json}");
+    assert!(
+        !text_json.contains("skew_splittable\": false"),
+        "{text_json}"
+    );
+
+    let auto = LoadOptions {
+        auto_parallelism: true,
+        ..estimated
+    };
+    let g = load::load(text, &auto).unwrap();
+    assert_eq!(at(&g, "f"), (32, true, false, None), "above 1: undecided");
+    assert_eq!(at(&g, "k"), (1, false, false, None), "1 stays");
+    let fixed = LoadOptions {
+        parallelism: Some(8),
+        ..estimated
+    };
+    let g = load::load(text, &fixed).unwrap();
+    assert_eq!(at(&g, "s"), (8, false, false, Some(1 << 30)));
+    assert!(!g.has_undecided());
+    let mut g = load::load(text, &estimated).unwrap();
+    g.fix_undecided();
+    assert_eq!(at(&g, "s"), (32, false, false, Some(1 << 30)));
+
+    // --parallelism auto on a streaming job names the first vertex it makes undecided.
+    let streaming = br#"{"job_type":"streaming","vertices":[{"id":"one","parallelism":1},{"id":"many","parallelism":4}]}"#;
+    let e = load::load(streaming, &auto).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "vertex 'many': parallelism -1 (undecided) is only valid in a batch job"
+    );
 }
 
 fn json_fragment() -> impl Strategy<Value = String> {
@@ -415,6 +525,9 @@ fn json_fragment() -> impl Strategy<Value = String> {
         Just(r#""target""#.to_owned()),
         Just(r#""nodes""#.to_owned()),
         Just(r#""inputs""#.to_owned()),
+        Just(r#""source_bytes""#.to_owned()),
+        Just(r#""skew_splittable""#.to_owned()),
+        Just("true".to_owned()),
         (0u64..5_000_000_000).prop_map(|n| n.to_string()),
         Just("-1".to_owned()),
         "[a-z#@]{0,4}".prop_map(|s| format!("\"{s}\"")),

@@ -24,9 +24,11 @@ use crate::edit::Edit;
 use crate::error::PlanError;
 use crate::versions::{diff, total_channels, VersionedPlan};
 
-/// A plan from job graph JSON or a Flink plan.
+/// A plan from job graph JSON or a Flink plan. The service stores numbers: undecided vertices
+/// (`-1`) are stored at their estimate (`default_parallelism`), as it always has.
 pub(super) fn parse_plan(bytes: &[u8], options: &LoadOptions) -> Result<JobGraphJson, ApiError> {
-    let (json, _) = load::parse(bytes, options).map_err(PlanError::from)?;
+    let (mut json, _) = load::parse(bytes, options).map_err(PlanError::from)?;
+    json.estimate_undecided(options.default_parallelism);
     Ok(json)
 }
 

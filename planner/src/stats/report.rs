@@ -37,6 +37,11 @@ pub struct PlanStats {
     pub edges: Vec<EdgeStats>,
     /// What could be cheaper, with the edit that does it where there is one.
     pub suggestions: Vec<Suggestion>,
+    /// Ids of the vertices of undecided parallelism (`-1`), counted at their estimate
+    /// ([`StatsConfig::default_parallelism`](super::StatsConfig::default_parallelism)); absent
+    /// from the JSON when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub undecided_vertices: Vec<String>,
 }
 
 /// Network buffers of the whole plan.

@@ -294,6 +294,9 @@ impl RawJob {
                 v.parallelism = parallelism;
             }
         }
+        if let Some(name) = crate::generate::retitle_word_count(&self.name, parallelism) {
+            self.name = name;
+        }
     }
 
     /// The same job, read from job graph JSON.

@@ -3,6 +3,7 @@
 mod compat;
 mod compiled;
 mod edits;
+mod picture;
 mod rescale;
 mod service;
 mod stats;

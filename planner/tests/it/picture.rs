@@ -168,8 +168,8 @@ fn svg_refuses_plans_above_its_limit() {
         matches!(
             err,
             PictureError::TooLarge {
-                vertices: 2_001,
-                ..
+                vertices: 121,
+                limit: 120
             }
         ),
         "{err}"

@@ -5,8 +5,7 @@
 //! (the partitioner, as Flink's dashboard labels it) and result partition type; the logical
 //! pipelined regions as clusters (DOT subgraphs `cluster_<k>`, Mermaid subgraphs), every region
 //! with its own fill colour; and, with [`Options::edge_stats`], each edge's channels and target
-//! network buffers from [`edge_traffic`](crate::stats::edge_traffic), the numbers of
-//! `PlanStats`.
+//! network buffers from [`edge_traffic`], the numbers of `PlanStats`.
 //!
 //! DOT and Mermaid are text that Graphviz and Mermaid lay out themselves; SVG is laid out here by
 //! the `layout-rs` crate (a Sugiyama-style layered layout), which has no clusters, so in SVG the

@@ -22,9 +22,27 @@ pub use config::SimConfig;
 pub use db::{content, SimRng};
 pub use report::{Distribution, MiscBytes, ModeReport, SimReport};
 
+use std::sync::Arc;
+
 use crate::error::{CheckpointError, Result};
 use crate::storage::{CheckpointStorage, StorageConfig};
 use engine::Sim;
+
+/// Watches a simulation advance; the command line draws progress bars from it. Called from
+/// the runtime's worker threads, both modes at once.
+pub trait SimProgress: Send + Sync {
+    /// The mode with file merging (`merged`) or without has run `done` of its `total` steps
+    /// (one step per checkpoint triggered or failover, `total` = [`SimConfig::checkpoints`]).
+    fn step(&self, merged: bool, done: u64, total: u64);
+}
+
+/// A [`SimProgress`] that ignores every step.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoProgress;
+
+impl SimProgress for NoProgress {
+    fn step(&self, _merged: bool, _done: u64, _total: u64) {}
+}
 
 /// Runs the simulation with and without merging.
 ///
@@ -32,8 +50,31 @@ use engine::Sim;
 /// [`CheckpointError`] when the store fails or the simulation hits a bug; restore mismatches
 /// are not errors but counted in [`ModeReport::restore_failures`].
 pub async fn run(config: &SimConfig) -> Result<SimReport> {
-    let merged = run_mode(config, true).await?;
-    let unmerged = run_mode(config, false).await?;
+    run_observed(config, Arc::new(NoProgress)).await
+}
+
+/// Runs the simulation with and without merging, as [`run`], telling `progress` each step. The
+/// two modes share nothing (each its own place in the store, its own seeded generator), so they
+/// run as two tasks, in parallel on a multi-threaded runtime; the report is the same as one
+/// after the other.
+///
+/// # Errors
+/// As [`run`]; when both modes fail, the merged mode's error.
+pub async fn run_observed(config: &SimConfig, progress: Arc<dyn SimProgress>) -> Result<SimReport> {
+    let mode = |merged: bool| {
+        let (config, progress) = (config.clone(), Arc::clone(&progress));
+        tokio::spawn(async move { run_mode_observed(&config, merged, progress.as_ref()).await })
+    };
+    let (merged, unmerged) = (mode(true), mode(false));
+    let joined = |r: std::result::Result<Result<ModeReport>, tokio::task::JoinError>| {
+        r.unwrap_or_else(|e| {
+            Err(CheckpointError::Internal(format!(
+                "bug: a simulation task ended abnormally: {e}"
+            )))
+        })
+    };
+    let (merged, unmerged) = (joined(merged.await), joined(unmerged.await));
+    let (merged, unmerged) = (merged?, unmerged?);
     let objects_ratio = if merged.objects_created == 0 {
         0.0
     } else {
@@ -67,6 +108,18 @@ fn open_storage(config: &StorageConfig, mode: &str) -> Result<CheckpointStorage>
 /// As [`run`]; [`CheckpointError::Config`] when that place already holds objects (the run
 /// sweeps what it cannot reach).
 pub async fn run_mode(config: &SimConfig, merged: bool) -> Result<ModeReport> {
+    run_mode_observed(config, merged, &NoProgress).await
+}
+
+/// Runs one mode as [`run_mode`], telling `progress` each step.
+///
+/// # Errors
+/// As [`run_mode`].
+pub async fn run_mode_observed(
+    config: &SimConfig,
+    merged: bool,
+    progress: &dyn SimProgress,
+) -> Result<ModeReport> {
     let mode = if merged { "merged" } else { "unmerged" };
     let storage = open_storage(&config.storage, mode)?;
     // The run sweeps everything it cannot reach: never let it loose on someone's objects.
@@ -80,6 +133,7 @@ pub async fn run_mode(config: &SimConfig, merged: bool) -> Result<ModeReport> {
     let mut merging = config.merging.clone();
     merging.enabled = merged;
     let mut sim = Sim::new(config, storage, merging);
-    sim.run().await?;
+    sim.run(&|done, total| progress.step(merged, done, total))
+        .await?;
     sim.finish().await
 }

@@ -244,7 +244,16 @@ pub(crate) fn run_sim(args: &CheckpointSimArgs) -> Result<(), Failure> {
         .context("starting the async runtime")
         .map_err(Failure::Work)?;
     let start = std::time::Instant::now();
-    let report = runtime.block_on(sim::run(&config)).map_err(|e| match e {
+    let bars = SimBars::on_terminal(config.checkpoints);
+    let progress: std::sync::Arc<dyn sim::SimProgress> = match &bars {
+        Some(bars) => std::sync::Arc::new(bars.clone()),
+        None => std::sync::Arc::new(sim::NoProgress),
+    };
+    let report = runtime.block_on(sim::run_observed(&config, progress));
+    if let Some(bars) = bars {
+        bars.clear();
+    }
+    let report = report.map_err(|e| match e {
         // A storage place that is not empty or S3 settings the client refuses: the user's input.
         CheckpointError::Config(_) => Failure::Input(e.into()),
         e => Failure::Work(e.into()),
@@ -303,6 +312,50 @@ pub(crate) fn run_sim(args: &CheckpointSimArgs) -> Result<(), Failure> {
         )));
     }
     Ok(())
+}
+
+/// One progress bar per mode on stderr, drawn only when stderr is a terminal (so piped and
+/// captured outputs stay as they were).
+#[derive(Clone)]
+struct SimBars {
+    merged: indicatif::ProgressBar,
+    unmerged: indicatif::ProgressBar,
+}
+
+impl SimBars {
+    fn on_terminal(checkpoints: u64) -> Option<SimBars> {
+        if !crate::progress::on_terminal() {
+            return None;
+        }
+        let multi = indicatif::MultiProgress::new();
+        let bar = |mode: &'static str| {
+            let bar = multi.add(indicatif::ProgressBar::new(checkpoints));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{prefix:>8} {bar:40} {pos}/{len} checkpoints ({elapsed})",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_prefix(mode);
+            bar
+        };
+        Some(SimBars {
+            merged: bar("merged"),
+            unmerged: bar("unmerged"),
+        })
+    }
+
+    fn clear(&self) {
+        self.merged.finish_and_clear();
+        self.unmerged.finish_and_clear();
+    }
+}
+
+impl sim::SimProgress for SimBars {
+    fn step(&self, merged: bool, done: u64, _total: u64) {
+        let bar = if merged { &self.merged } else { &self.unmerged };
+        bar.set_position(done);
+    }
 }
 
 fn mode_json(r: &ModeReport) -> Value {

@@ -1,6 +1,7 @@
 //! `conflux inspect`: expand a job and report its execution graph, groups and regions. The
 //! summary is a `serde_json::Value`; the per-item lists are written straight from the graph
-//! ([`lists`]), in JSON or as text ([`text`]).
+//! ([`lists`]), in JSON or as text ([`text`]). Pictures of the job graph ([`picture()`]) come
+//! from `conflux_planner::picture`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,6 +11,7 @@ use anyhow::anyhow;
 use conflux_deploy::OffloadRule;
 use conflux_graph::load::{self, InputFormat, LoadOptions};
 use conflux_graph::{ExecutionGraph, PipelinedRegions};
+use conflux_planner::picture;
 use serde_json::{json, Value};
 
 use crate::{read_input, Failure, Format};
@@ -118,6 +120,34 @@ pub(crate) fn run(
         }
         Format::Text => text::render(&summary, lists, w),
     })
+}
+
+/// Runs `conflux inspect --format dot|mermaid|svg`: the job graph drawn by
+/// [`conflux_planner::picture`], on stdout. O(V + E) for DOT and Mermaid; SVG adds the layout.
+pub(crate) fn picture(
+    path: &Path,
+    options: &LoadOptions,
+    format: picture::Format,
+    edge_stats: bool,
+) -> Result<(), Failure> {
+    let start = Instant::now();
+    let bytes = read_input(path)?;
+    let (job, _) = load::load_owned(bytes, options).map_err(Failure::input)?;
+    let options = picture::Options {
+        edge_stats,
+        ..picture::Options::default()
+    };
+    let text = picture::render(&job, format, &options).map_err(|e| match e {
+        picture::PictureError::Layout { .. } => Failure::Work(e.into()),
+        e => Failure::Input(e.into()),
+    })?;
+    tracing::debug!(
+        %format,
+        ms = start.elapsed().as_secs_f64() * 1e3,
+        bytes = text.len(),
+        "drew the job graph"
+    );
+    crate::output::print(&text)
 }
 
 struct Wall {

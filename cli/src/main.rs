@@ -24,6 +24,7 @@ mod inspect;
 mod logging;
 mod output;
 mod plan;
+mod progress;
 mod run;
 mod run_dir;
 mod s3;
@@ -101,13 +102,19 @@ enum Command {
         file: PathBuf,
         #[command(flatten)]
         load: LoadArgs,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        /// Output format: a report (`text`, `json`) or a picture of the job graph (`dot`,
+        /// `mermaid`, `svg`: vertices with name and parallelism, edges with ship strategy and
+        /// partition type, logical pipelined regions as colours and clusters).
+        #[arg(long, value_enum, default_value_t = InspectFormat::Text)]
+        format: InspectFormat,
         /// List every execution vertex with its region and consumed partition groups (small
         /// graphs only: refused above 1,000,000 execution vertices or listed partitions).
         #[arg(long)]
         detail: bool,
+        /// Pictures: label every edge with its channels and target network buffers (Flink
+        /// 1.20's buffer model, as `plan stats`).
+        #[arg(long)]
+        edge_stats: bool,
         #[command(flatten)]
         offload: OffloadArgs,
     },
@@ -238,6 +245,23 @@ enum GenerateJob {
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
+    /// A layered batch job with fan-in and fan-out (three inputs and three consumers per
+    /// vertex, HASH, FORWARD and REBALANCE edges, blocking every fourth layer), named as Flink
+    /// names operators: the shape of a large SQL plan, for pictures.
+    Layered {
+        /// Layers of vertices, 1 to 1,000.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+        layers: u32,
+        /// Vertices per layer, 1 to 1,000.
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+        width: u32,
+        /// Parallelism of every vertex.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=32_768))]
+        parallelism: u32,
+        /// Write to this file instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
 }
 
 /// Options for reading a job, shared by the commands that take one.
@@ -345,6 +369,42 @@ pub(crate) enum Format {
     Json,
 }
 
+/// Output of `conflux inspect`: a report or a picture.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum InspectFormat {
+    /// The report for people.
+    Text,
+    /// The report as one JSON document.
+    Json,
+    /// The job graph as Graphviz DOT (`dot -Tsvg` draws it).
+    Dot,
+    /// The job graph as a Mermaid flowchart.
+    Mermaid,
+    /// The job graph as SVG, laid out here.
+    Svg,
+}
+
+impl InspectFormat {
+    /// The picture format, for `dot`, `mermaid` and `svg`.
+    fn picture(self) -> Option<conflux_planner::picture::Format> {
+        use conflux_planner::picture::Format as P;
+        match self {
+            InspectFormat::Text | InspectFormat::Json => None,
+            InspectFormat::Dot => Some(P::Dot),
+            InspectFormat::Mermaid => Some(P::Mermaid),
+            InspectFormat::Svg => Some(P::Svg),
+        }
+    }
+
+    /// How errors are reported: as JSON for `json`, as text otherwise.
+    fn report(self) -> Format {
+        match self {
+            InspectFormat::Json => Format::Json,
+            _ => Format::Text,
+        }
+    }
+}
+
 fn parse_partition_type(s: &str) -> Result<ResultPartitionType, String> {
     ResultPartitionType::parse(s).ok_or_else(|| {
         let names: Vec<&str> = ResultPartitionType::ALL
@@ -363,7 +423,7 @@ fn main() -> ExitCode {
         Err(e) => return usage::exit(&e, &args),
     };
     let format = match &cli.command {
-        Command::Inspect { format, .. } => *format,
+        Command::Inspect { format, .. } => format.report(),
         Command::Run(args) => args.format,
         Command::Simulate { format, .. } => *format,
         Command::BlobServer(_) | Command::Serve(_) => Format::Text,
@@ -427,10 +487,24 @@ fn dispatch(command: Command) -> Result<(), Failure> {
             load,
             format,
             detail,
+            edge_stats,
             offload,
-        } => offload
-            .rule()
-            .and_then(|rule| inspect::run(&file, &load.options(), format, detail, rule)),
+        } => match format.picture() {
+            Some(picture) => {
+                if detail {
+                    return Err(Failure::Input(anyhow::anyhow!(
+                        "--detail lists execution vertices in a report; use it with --format text or json"
+                    )));
+                }
+                inspect::picture(&file, &load.options(), picture, edge_stats)
+            }
+            None if edge_stats => Err(Failure::Input(anyhow::anyhow!(
+                "--edge-stats labels the edges of a picture; use it with --format dot, mermaid or svg"
+            ))),
+            None => offload
+                .rule()
+                .and_then(|rule| inspect::run(&file, &load.options(), format.report(), detail, rule)),
+        },
     }
 }
 
@@ -463,7 +537,7 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
             FailoverArg::Region => conflux_scheduler::FailoverStrategy::Region,
             FailoverArg::Full => conflux_scheduler::FailoverStrategy::Full,
         },
-        progress: !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        progress: !args.quiet && progress::on_terminal(),
         decide: !args.load.default_parallelism_given(),
     };
     let blobs = blobs::EmbeddedBlobs::start().map_err(Failure::Work)?;
@@ -520,7 +594,9 @@ fn simulate(
     let script_bytes = read_input(script)?;
     let script = conflux_sim::script::Script::parse(&script_bytes).map_err(Failure::input)?;
     tracing::debug!(phase = "script", "parsed the script");
+    let spinner = progress::spinner(format!("replaying {} events", script.events.len()));
     let out = conflux_sim::script::replay(graph, regions, &script).map_err(Failure::input)?;
+    drop(spinner);
     tracing::debug!(entries = out.timeline.len(), status = %out.status, "replayed the script");
     match format {
         Format::Json => output::print_json(&out),
@@ -638,6 +714,22 @@ fn run_generate(job: GenerateJob) -> Result<(), Failure> {
         } => {
             let text = generate::components_json(vertices, component_size);
             tracing::debug!(vertices, bytes = text.len(), "generated the components");
+            (text, output)
+        }
+        GenerateJob::Layered {
+            layers,
+            width,
+            parallelism,
+            output,
+        } => {
+            let mut text = generate::layered(layers, width, parallelism).to_json_pretty();
+            text.push('\n');
+            tracing::debug!(
+                layers,
+                width,
+                bytes = text.len(),
+                "generated the layered job"
+            );
             (text, output)
         }
     };

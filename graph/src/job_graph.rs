@@ -362,6 +362,11 @@ impl RawJob {
                 v.parallelism = to;
             }
         }
+        if let Some(name) =
+            parallelism.and_then(|p| crate::generate::retitle_word_count(&self.name, p))
+        {
+            self.name = name;
+        }
     }
 
     /// The same job, read from job graph JSON.

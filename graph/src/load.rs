@@ -23,7 +23,8 @@ pub const MAX_JOB_FILE_BYTES: u64 = 256 << 20;
 pub struct LoadOptions {
     /// `--parallelism N`: set every vertex whose parallelism is above 1, or undecided (`-1`),
     /// to `N`; vertices of parallelism 1 (global sinks, sorts) stay at 1. Applies to both
-    /// formats.
+    /// formats. The synthetic word count's generated name, which states its parallelism, is
+    /// retitled to `N` ([`generate::retitle_word_count`](crate::generate::retitle_word_count)).
     pub parallelism: Option<u32>,
     /// `--parallelism auto`: make every vertex whose parallelism is above 1 undecided (`-1`,
     /// decided at run time; an error for a streaming job). Applied after `parallelism`.
@@ -70,12 +71,15 @@ pub fn parse(
     } else {
         (JobGraphJson::parse(bytes)?, InputFormat::JobGraph)
     };
-    if let Some(p) = options.parallelism {
-        let p = i32::try_from(p).unwrap_or(i32::MAX);
+    if let Some(n) = options.parallelism {
+        let p = i32::try_from(n).unwrap_or(i32::MAX);
         for v in &mut json.vertices {
             if v.parallelism > 1 || v.parallelism == PARALLELISM_UNDECIDED {
                 v.parallelism = p;
             }
+        }
+        if let Some(name) = crate::generate::retitle_word_count(&json.name, n) {
+            json.name = name;
         }
     }
     if options.auto_parallelism {
@@ -180,6 +184,28 @@ fn check_size(bytes: &[u8]) -> Result<(), GraphError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: `run --parallelism 100000` of the 10k word count was titled "10000 x 10000".
+    #[test]
+    fn parallelism_override_retitles_the_generated_word_count_in_both_readers() {
+        let text = crate::generate::word_count(10_000, crate::ResultPartitionType::Blocking)
+            .to_json_pretty();
+        let options = LoadOptions {
+            parallelism: Some(100_000),
+            ..LoadOptions::default()
+        };
+        let expected = "word count 100000 x 100000 (blocking)";
+        assert_eq!(parse(text.as_bytes(), &options).unwrap().0.name, expected);
+        assert_eq!(load(text.as_bytes(), &options).unwrap().name(), expected);
+        // Without the override, or for another name, the name stays.
+        let kept = load(text.as_bytes(), &LoadOptions::default()).unwrap();
+        assert_eq!(kept.name(), "word count 10000 x 10000 (blocking)");
+        let other = text.replace("word count", "my count");
+        assert!(load(other.as_bytes(), &options)
+            .unwrap()
+            .name()
+            .starts_with("my count 10000 x 10000"));
+    }
 
     #[test]
     fn formats_are_told_apart_by_top_level_keys() {

@@ -12,6 +12,8 @@
 //! - [`rescale`](mod@rescale): key groups per subtask before and after a parallelism change, as Flink's
 //!   `KeyGroupRangeAssignment` computes them, and the share of state that moves.
 //! - [`compat`]: state-compatibility pre-analysis of an old and a new plan in three layers.
+//! - [`picture`]: the job graph drawn as Graphviz DOT, Mermaid or SVG, regions coloured, edge
+//!   statistics optional.
 //! - [`service`]: the HTTP planning service (axum), the only part that does I/O.
 //!
 //! ```
@@ -37,6 +39,7 @@ pub mod compat;
 pub mod compiled;
 pub mod edit;
 mod error;
+pub mod picture;
 pub mod rescale;
 pub mod service;
 pub mod stats;

@@ -122,26 +122,61 @@ impl PlanStats {
     }
 }
 
+/// Channels and network buffers of one job edge: the numbers of [`EdgeStats`] that need only
+/// the job graph (pictures draw them on the edges).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EdgeTraffic {
+    /// Logical connections ([`channels()`]).
+    pub channels: u64,
+    /// Input gate buffers (one gate per consumer subtask).
+    pub input_buffers: Buffers,
+    /// Result partition buffers (zero when an earlier edge of the same data set counted them).
+    pub output_buffers: Buffers,
+    /// Target input and output buffers in bytes (`segment_size` of the model per buffer).
+    pub buffer_bytes: u64,
+}
+
+/// Channels and buffers of every job edge, in the plan's edge order (indexed by
+/// `JobEdgeIndex`). A data set's result partitions are counted once, on its first edge. O(E)
+/// time and memory; the one place these numbers are computed for [`PlanStats`] and pictures.
+pub fn edge_traffic(job: &JobGraph, model: &BufferModel) -> Vec<EdgeTraffic> {
+    let mut counted_data_sets = vec![false; job.data_sets().len()];
+    job.edges()
+        .iter()
+        .map(|edge| {
+            let u = job.vertex(edge.source).parallelism;
+            let d = job.vertex(edge.target).parallelism;
+            let (pattern, result_type) = (edge.distribution_pattern, edge.result_partition_type);
+            let input = model.input_buffers(pattern, result_type, u, d);
+            let first_of_data_set =
+                !std::mem::replace(&mut counted_data_sets[edge.data_set.idx()], true);
+            let output = if first_of_data_set {
+                model.output_buffers(pattern, result_type, u, d)
+            } else {
+                Buffers::default()
+            };
+            EdgeTraffic {
+                channels: channels(pattern, u, d),
+                input_buffers: input,
+                output_buffers: output,
+                buffer_bytes: (input.target + output.target) * model.segment_size,
+            }
+        })
+        .collect()
+}
+
 /// Statistics of every job edge, in the plan's edge order. A data set's result partitions are
 /// counted once, on its first edge. O(E) plus the descriptors.
 fn edge_stats(graph: &ExecutionGraph, config: &StatsConfig) -> Result<Vec<EdgeStats>, PlanError> {
     let job = graph.job_graph();
-    let model = &config.buffers;
     let policy = ConsumptionPolicy::for_job_type(job.job_type());
-    let mut counted_data_sets = vec![false; job.data_sets().len()];
+    let traffic = edge_traffic(job, &config.buffers);
     let mut edges = Vec::with_capacity(job.edges().len());
     for (i, c) in graph.connections().iter().enumerate() {
         let edge = job.edge(c.edge);
         let (u, d) = (c.producer_parallelism, c.consumer_parallelism);
-        let (pattern, result_type) = (c.distribution_pattern, c.result_partition_type);
-        let input = model.input_buffers(pattern, result_type, u, d);
-        let first_of_data_set =
-            !std::mem::replace(&mut counted_data_sets[edge.data_set.idx()], true);
-        let output = if first_of_data_set {
-            model.output_buffers(pattern, result_type, u, d)
-        } else {
-            Buffers::default()
-        };
+        let pattern = c.distribution_pattern;
+        let t = traffic[c.edge.idx()];
         edges.push(EdgeStats {
             index: i,
             source: job.vertex_id(edge.source).to_owned(),
@@ -150,13 +185,13 @@ fn edge_stats(graph: &ExecutionGraph, config: &StatsConfig) -> Result<Vec<EdgeSt
             target_name: job.vertex_name(edge.target).map(str::to_owned),
             ship_strategy: edge.ship_strategy.clone(),
             distribution_pattern: pattern.as_str().to_owned(),
-            result_partition_type: result_type.as_str().to_owned(),
+            result_partition_type: c.result_partition_type.as_str().to_owned(),
             producer_parallelism: u,
             consumer_parallelism: d,
-            channels: channels(pattern, u, d),
-            input_buffers: input,
-            output_buffers: output,
-            buffer_bytes: (input.target + output.target) * model.segment_size,
+            channels: t.channels,
+            input_buffers: t.input_buffers,
+            output_buffers: t.output_buffers,
+            buffer_bytes: t.buffer_bytes,
             descriptors: edge_descriptors(graph, c, config.offload_rule, &policy)?,
         });
     }

@@ -102,7 +102,8 @@ impl<'a> Sim<'a> {
         per + extra
     }
 
-    pub(super) async fn run(&mut self) -> Result<()> {
+    /// Runs every step, calling `progress(done, total)` after each.
+    pub(super) async fn run(&mut self, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<()> {
         let k = self.config.checkpoints;
         let failover_at: BTreeSet<u64> = (1..=u64::from(self.config.failovers))
             .map(|f| f * k / (u64::from(self.config.failovers) + 1))
@@ -111,6 +112,7 @@ impl<'a> Sim<'a> {
         for step in 1..=k {
             if failover_at.contains(&step) {
                 self.failover().await?;
+                progress(step, k);
                 continue;
             }
             let cp = self.trigger_and_upload(None).await?;
@@ -132,6 +134,7 @@ impl<'a> Sim<'a> {
                     self.complete(c, step * 2 > k, step < k).await?;
                 }
             }
+            progress(step, k);
         }
         // The last completions: no compaction after them, whose copies no checkpoint would
         // ever reference.

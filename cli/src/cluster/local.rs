@@ -187,6 +187,8 @@ async fn run_on(
             .map_err(Failure::Work)?;
         children.0.push(child);
     }
+    // Cleared on every return path (dropped).
+    let spinner = crate::progress::spinner(format!("starting {} TaskManagers", args.task_managers));
     let deadline = Instant::now() + REGISTRATION_TIMEOUT;
     while jm.task_managers().len() < args.task_managers as usize {
         if let Some((pid, status)) = children.exited() {
@@ -210,6 +212,13 @@ async fn run_on(
         options,
     };
     let job = jm.submit(submission).await.map_err(Failure::input)?;
+    if let Some(spinner) = &spinner {
+        spinner.set_message(format!(
+            "running {} on {} TaskManagers",
+            args.file.display(),
+            args.task_managers
+        ));
+    }
     let submitted = Instant::now();
     let mut killed = None;
     let mut kill_skipped = None;
@@ -245,6 +254,7 @@ async fn run_on(
             }
         }
     };
+    drop(spinner);
     let mut report = report.map_err(|e| Failure::Work(e.into()))?;
     report.wall_ms.total = started.elapsed().as_secs_f64() * 1e3;
     if args.verify {

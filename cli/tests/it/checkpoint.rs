@@ -39,6 +39,36 @@ fn checkpoint_sim_json_contract() {
     assert!(r["unmerged"]["delete_requests"].as_u64().unwrap() > 0);
 }
 
+/// The two modes run in parallel and report progress on a terminal only: piped, stderr stays
+/// empty and the same seed gives the same figures run after run.
+#[test]
+fn checkpoint_sim_piped_is_quiet_and_repeatable() {
+    let args = [
+        "checkpoint-sim",
+        "--checkpoints",
+        "8",
+        "--files-per-checkpoint",
+        "40",
+        "--memory",
+        "--format",
+        "json",
+    ];
+    let (a, b) = (conflux(&args), conflux(&args));
+    assert!(a.status.success() && b.status.success());
+    assert_eq!(String::from_utf8_lossy(&a.stderr), "");
+    let (a, b) = (json_of(&a), json_of(&b));
+    for mode in ["merged", "unmerged"] {
+        for key in [
+            "objects_created",
+            "put_requests",
+            "bytes_written",
+            "live_bytes",
+        ] {
+            assert_eq!(a[mode][key], b[mode][key], "{mode}.{key}");
+        }
+    }
+}
+
 #[test]
 fn checkpoint_sim_text_and_bad_input() {
     let out = conflux(&[

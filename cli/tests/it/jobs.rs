@@ -593,3 +593,136 @@ fn inspect_marks_undecided_vertices() {
     ]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `inspect --format dot|mermaid|svg`: one arrow per job edge, one SVG box per vertex, names
+/// instead of Flink's ids, edge numbers with `--edge-stats`; misuse is exit 2.
+#[test]
+fn inspect_draws_pictures_of_the_job_graph() {
+    let plan = "fixtures/flink-plans/nexmark-q5.plan.json";
+    let report = json_of(&conflux(&["inspect", plan, "--format", "json"]));
+    let count = |key: &str| usize::try_from(report[key].as_u64().expect("a count")).expect("fits");
+    let (vertices, edges) = (count("job_vertices"), count("job_edges"));
+    let run = |args: &[&str]| {
+        let out = conflux(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{args:?}");
+        String::from_utf8(out.stdout).expect("UTF-8")
+    };
+    let dot = run(&["inspect", plan, "--format", "dot", "--edge-stats"]);
+    assert!(
+        dot.starts_with("digraph \"insert-into_default_catalog"),
+        "{dot}"
+    );
+    assert_eq!(
+        dot.lines().filter(|l| l.contains("\" -> \"")).count(),
+        edges
+    );
+    assert_eq!(dot.matches(" ch, ").count(), edges);
+    // Flink's names, cut, as labels (the id stays the node's name in DOT).
+    assert!(dot.contains("[14]:WindowJoin(leftWindow=[HOP("), "{dot}");
+    let mermaid = run(&["inspect", plan, "--format", "mermaid"]);
+    assert!(mermaid.contains("flowchart TB"));
+    assert_eq!(mermaid.matches(" -->|").count(), edges);
+    let svg = run(&["inspect", plan, "--format", "svg"]);
+    assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches("class=\"vertex\"").count(), vertices);
+    assert_eq!(svg.matches("class=\"edge\"").count(), edges);
+
+    for (args, message) in [
+        (
+            &["inspect", plan, "--edge-stats"][..],
+            "--edge-stats labels the edges of a picture",
+        ),
+        (
+            &["inspect", plan, "--format", "svg", "--detail"][..],
+            "--detail lists execution vertices in a report",
+        ),
+    ] {
+        let out = conflux(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(message),
+            "{args:?}"
+        );
+    }
+}
+
+/// `generate layered` makes the pictures' benchmark shape: 200 vertices, three inputs each past
+/// the first layer, a logical region per four layers.
+#[test]
+fn generate_layered_writes_a_job_inspect_draws() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("layered.json");
+    let file = file.to_str().expect("utf-8");
+    let out = conflux(&[
+        "generate", "layered", "--layers", "20", "--width", "10", "-o", file,
+    ]);
+    assert!(out.status.success());
+    let r = json_of(&conflux(&["inspect", file, "--format", "json"]));
+    assert_eq!(
+        (r["job_vertices"].as_u64(), r["job_edges"].as_u64()),
+        (Some(200), Some(570))
+    );
+    let out = conflux(&["inspect", file, "--format", "dot"]);
+    assert!(out.status.success());
+    let dot = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(dot.matches("\" -> \"").count(), 570);
+    // Blocking edges into layers 4, 8, 12 and 16 cut 20 layers into five logical regions.
+    assert_eq!(dot.matches("subgraph cluster_").count(), 5);
+}
+
+/// The README's replay example, shipped as `examples/simulate/`: deploys of `A#0` and `A#1` at
+/// the start, `B#0` and `B#1` after `A#1` finishes, and the restart of `[A#1, B#0, B#1]` with a
+/// new deploy of `A#1` when `B#0` fails reading `A#1`.
+#[test]
+fn the_readme_replay_example_runs_as_documented() {
+    let out = conflux(&[
+        "simulate",
+        "examples/simulate/a2-b2-blocking.json",
+        "--script",
+        "examples/simulate/a2-b2-blocking.script.json",
+        "--format",
+        "json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    let timeline = r["timeline"].as_array().expect("timeline");
+    let at = |event: i64, kind: &str| -> Vec<serde_json::Value> {
+        timeline
+            .iter()
+            .filter(|e| e["event"] == event && e.get(kind).is_some())
+            .map(|e| e[kind].clone())
+            .collect()
+    };
+    use serde_json::json;
+    assert_eq!(at(-1, "deploy"), [json!(["A#0"]), json!(["A#1"])], "{r}");
+    assert_eq!(at(1, "deploy"), [json!(["B#0"]), json!(["B#1"])], "{r}");
+    assert_eq!(at(2, "restart"), [json!(["A#1", "B#0", "B#1"])], "{r}");
+    assert_eq!(at(2, "deploy"), [json!(["A#1"])], "{r}");
+}
+
+/// Regression: `run --parallelism N` of the 10k word count kept the title "10000 x 10000".
+#[test]
+fn run_with_parallelism_titles_the_job_with_it() {
+    let file = "fixtures/jobs/wordcount-10k-blocking.json";
+    let out = conflux(&["run", file, "--parallelism", "3", "--format", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = json_of(&out);
+    assert_eq!(r["job"], "word count 3 x 3 (blocking)");
+    assert_eq!(r["tasks"], 6);
+    let out = conflux(&["run", file, "--parallelism", "3"]);
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .starts_with("job \"word count 3 x 3 (blocking)\" FINISHED"));
+}

@@ -10,6 +10,7 @@ mod limits;
 mod logging;
 mod output;
 mod plan;
+mod readme;
 mod run_dir;
 mod support;
 mod usage;

@@ -4,6 +4,7 @@ mod compat;
 mod compiled;
 mod conventions;
 mod edits;
+mod picture;
 mod rescale;
 mod service;
 mod stats;

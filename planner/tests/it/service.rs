@@ -320,11 +320,11 @@ fn request(addr: std::net::SocketAddr, method: &str, target: &str, body: &[u8]) 
 #[test]
 fn plans_beyond_the_memory_budget_evict_the_least_recently_used() {
     let service = start_with(ServiceConfig {
-        max_store_bytes: 192 << 10,
+        max_store_bytes: 200 << 10,
         ..ServiceConfig::default()
     });
     let addr = service.addr();
-    // About 86 KiB each as stored: two fit in 192 KiB, not three.
+    // About 90 KiB each as stored: two fit in 200 KiB, not three.
     let plan = chain_plan("budget", 150, 2);
     for id in ["p1", "p2"] {
         let (s, v) = request(addr, "POST", "/plans", &plan);
@@ -352,7 +352,7 @@ fn plans_beyond_the_memory_budget_evict_the_least_recently_used() {
     );
     let message = v["errors"][0].as_str().expect("message");
     assert!(
-        message.contains("196608 bytes (max_store_bytes)"),
+        message.contains("204800 bytes (max_store_bytes)"),
         "{message}"
     );
     let (s, v) = request(addr, "GET", "/plans", b"");
@@ -542,8 +542,10 @@ fn health_stays_fast_while_expensive_requests_run() {
         "only {answered} health checks ran under load"
     );
     eprintln!("{answered} health checks under load, the slowest took {slowest:?}");
+    // The defect made /health wait for the edits (14.9 s); a shared CI machine can delay any
+    // request by a few hundred ms, so the bound separates the two without timing the machine.
     assert!(
-        slowest < Duration::from_millis(100),
+        slowest < Duration::from_secs(2),
         "/health took {slowest:?} under load"
     );
     let (s, v) = request(addr, "GET", "/plans/p1/versions", b"");

@@ -15,36 +15,64 @@ use conflux_runtime::protocol::{JobOptions, JobSubmission};
 use conflux_runtime::{JobManager, JobManagerConfig, TaskManager, TaskManagerConfig};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
-fn bench_rpc_throughput(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let config = JobManagerConfig::new(
-        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-        dir.path().join("blobs"),
-    );
-    let jm = runtime
-        .block_on(JobManager::start(config))
-        .expect("JobManager");
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    for i in 0..2 {
-        let config = TaskManagerConfig::new(
-            jm.address().to_string(),
-            1_000,
-            dir.path().join(format!("tm-{i}")),
+/// A JobManager and two TaskManagers of `slots` slots each in this process, on loopback.
+struct Cluster {
+    runtime: tokio::runtime::Runtime,
+    dir: tempfile::TempDir,
+    jm: JobManager,
+    /// Set to stop the TaskManagers.
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Cluster {
+    fn start(slots: u32, spread_out_slots: bool) -> Cluster {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = JobManagerConfig::new(
+            SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
+            dir.path().join("blobs"),
         );
-        let mut stop = stop_rx.clone();
-        runtime.spawn(TaskManager::run(config, async move {
-            let _ = stop.wait_for(|s| *s).await;
-        }));
-    }
-    runtime.block_on(async {
-        while jm.task_managers().len() < 2 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        config.scheduler.evenly_spread_out_slots = spread_out_slots;
+        let jm = runtime
+            .block_on(JobManager::start(config))
+            .expect("JobManager");
+        let (stop, stop_rx) = tokio::sync::watch::channel(false);
+        for i in 0..2 {
+            let config = TaskManagerConfig::new(
+                jm.address().to_string(),
+                slots,
+                dir.path().join(format!("tm-{i}")),
+            );
+            let mut stop = stop_rx.clone();
+            runtime.spawn(TaskManager::run(config, async move {
+                let _ = stop.wait_for(|s| *s).await;
+            }));
         }
-    });
+        runtime.block_on(async {
+            while jm.task_managers().len() < 2 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        });
+        Cluster {
+            runtime,
+            dir,
+            jm,
+            stop,
+        }
+    }
+}
+
+fn bench_rpc_throughput(c: &mut Criterion) {
+    let Cluster {
+        runtime,
+        // Kept to the end: the TaskManagers work in it.
+        dir: _dir,
+        jm,
+        stop: stop_tx,
+    } = Cluster::start(1_000, false);
 
     let mut group = c.benchmark_group("jobmanager_rpc");
     group.sample_size(10);
@@ -86,36 +114,12 @@ fn bench_rpc_throughput(c: &mut Criterion) {
 /// (credit-bounded queues). Throughput: the shuffle bytes the job reports, so criterion prints
 /// the shuffle rate (`conflux cluster` reports it for real processes).
 fn bench_word_count_shuffle(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut config = JobManagerConfig::new(
-        SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
-        dir.path().join("blobs"),
-    );
-    config.scheduler.evenly_spread_out_slots = true;
-    let jm = runtime
-        .block_on(JobManager::start(config))
-        .expect("JobManager");
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    for i in 0..2 {
-        let config = TaskManagerConfig::new(
-            jm.address().to_string(),
-            8,
-            dir.path().join(format!("tm-{i}")),
-        );
-        let mut stop = stop_rx.clone();
-        runtime.spawn(TaskManager::run(config, async move {
-            let _ = stop.wait_for(|s| *s).await;
-        }));
-    }
-    runtime.block_on(async {
-        while jm.task_managers().len() < 2 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    });
+    let Cluster {
+        runtime,
+        dir,
+        jm,
+        stop: stop_tx,
+    } = Cluster::start(8, true);
     let run = |job: &str| {
         runtime.block_on(async {
             let id = jm

@@ -243,6 +243,23 @@ fn run_source(
         partitions.register_pipelined(job, id, Arc::clone(&partition));
         let send = |s: u32, item: PipelinedItem| -> Result<(), TaskFailure> {
             let tx = &senders[s as usize];
+            let gone = || TaskFailure::new(format!("subpartition {s}: its consumer is gone"));
+            // Counted once it has room: the queue's bound is the credit.
+            let queued = |item: &PipelinedItem| {
+                if let PipelinedItem::Buffer(data) = item {
+                    partition.queued(data.len() as u64);
+                }
+            };
+            // Room now: no waiting, no timer (the common case while consumers keep up).
+            let item = match tx.try_reserve() {
+                Ok(permit) => {
+                    queued(&item);
+                    permit.send(item);
+                    return Ok(());
+                }
+                Err(mpsc::error::TrySendError::Closed(())) => return Err(gone()),
+                Err(mpsc::error::TrySendError::Full(())) => item,
+            };
             // Waits for room (back-pressure) in slices, so a cancelled task stops.
             loop {
                 cancelled(cancel)?;
@@ -251,18 +268,12 @@ fn run_source(
                 });
                 match permit {
                     Ok(Ok(permit)) => {
-                        if let PipelinedItem::Buffer(data) = &item {
-                            // Counted once it has room: the queue's bound is the credit.
-                            partition.queued(data.len() as u64);
-                        }
+                        queued(&item);
                         permit.send(item);
                         return Ok(());
                     }
-                    Ok(Err(_)) => {
-                        return Err(TaskFailure::new(format!(
-                            "subpartition {s}: its consumer is gone"
-                        )))
-                    }
+                    Ok(Err(_)) => return Err(gone()),
+                    // No room within the slice: look at the cancel flag, then wait again.
                     Err(_) => {}
                 }
             }

@@ -105,18 +105,9 @@ pub fn import(bytes: &[u8]) -> Result<JobGraphJson, GraphError> {
             }
         };
         vertices.push(JobVertexJson {
-            id: node.id.clone(),
             name: node.name.clone(),
             description: node.description.clone(),
-            parallelism,
-            max_parallelism: None,
-            slot_sharing_group: None,
-            co_location_group: None,
-            operators: Vec::new(),
-            invokable: None,
-            config: Default::default(),
-            source_bytes: None,
-            skew_splittable: false,
+            ..JobVertexJson::new(node.id.clone(), parallelism)
         });
         let mut inputs: Vec<&FlinkInput> = node.inputs.iter().collect();
         inputs.sort_by_key(|i| i.num);

@@ -13,20 +13,7 @@ pub fn word_count(parallelism: u32, result_partition_type: ResultPartitionType) 
     } else {
         "batch"
     };
-    let vertex = |id: &str| JobVertexJson {
-        id: id.to_owned(),
-        name: None,
-        description: None,
-        parallelism: i32::try_from(parallelism).unwrap_or(i32::MAX),
-        max_parallelism: None,
-        slot_sharing_group: None,
-        co_location_group: None,
-        operators: Vec::new(),
-        invokable: None,
-        config: Default::default(),
-        source_bytes: None,
-        skew_splittable: false,
-    };
+    let vertex = |id: &str| JobVertexJson::new(id, i32::try_from(parallelism).unwrap_or(i32::MAX));
     JobGraphJson {
         name: word_count_name(parallelism, result_partition_type.as_str()),
         job_type: job_type.to_owned(),
@@ -135,18 +122,8 @@ pub fn layered(layers: u32, width: u32, parallelism: u32) -> JobGraphJson {
                 OPERATORS[((k + j) % 4) as usize]
             };
             vertices.push(JobVertexJson {
-                id: id(k, j),
                 name: Some(format!("[{}]:{operator}", id(k, j))),
-                description: None,
-                parallelism: i32::try_from(parallelism).unwrap_or(i32::MAX),
-                max_parallelism: None,
-                slot_sharing_group: None,
-                co_location_group: None,
-                operators: Vec::new(),
-                invokable: None,
-                config: Default::default(),
-                source_bytes: None,
-                skew_splittable: false,
+                ..JobVertexJson::new(id(k, j), i32::try_from(parallelism).unwrap_or(i32::MAX))
             });
             if k == 0 {
                 continue;

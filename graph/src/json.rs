@@ -86,6 +86,28 @@ pub struct JobVertexJson {
     pub skew_splittable: bool,
 }
 
+impl JobVertexJson {
+    /// A vertex `id` of `parallelism` subtasks (`-1`: undecided) with every optional field
+    /// absent, to be completed with struct update syntax, so that a new optional field is
+    /// added here once rather than at every place that builds a vertex.
+    pub fn new(id: impl Into<String>, parallelism: i32) -> JobVertexJson {
+        JobVertexJson {
+            id: id.into(),
+            name: None,
+            description: None,
+            parallelism,
+            max_parallelism: None,
+            slot_sharing_group: None,
+            co_location_group: None,
+            operators: Vec::new(),
+            invokable: None,
+            config: BTreeMap::new(),
+            source_bytes: None,
+            skew_splittable: false,
+        }
+    }
+}
+
 /// The parallelism written for a vertex whose parallelism is decided at run time (Flink's
 /// `ExecutionConfig.PARALLELISM_DEFAULT`).
 pub const PARALLELISM_UNDECIDED: i32 = -1;

@@ -577,18 +577,10 @@ fn unchain(
     let tail = plan.vertices[pos].operators.split_off(at);
     let v = &plan.vertices[pos];
     let split = JobVertexJson {
-        id: id.clone(),
-        name: None,
-        description: None,
-        parallelism: v.parallelism,
         max_parallelism: v.max_parallelism,
         slot_sharing_group: v.slot_sharing_group.clone(),
-        co_location_group: None,
         operators: tail,
-        invokable: None,
-        config: Default::default(),
-        source_bytes: None,
-        skew_splittable: false,
+        ..JobVertexJson::new(id.clone(), v.parallelism)
     };
     for e in &mut plan.edges {
         if e.source == vertex {
@@ -635,22 +627,13 @@ fn add_tap(
     }
     let v = &plan.vertices[pos];
     let tap = JobVertexJson {
-        id: id.clone(),
-        name: None,
-        description: None,
-        parallelism: v.parallelism,
-        max_parallelism: None,
         slot_sharing_group: v.slot_sharing_group.clone(),
-        co_location_group: None,
         operators: vec![OperatorJson {
             uid: Some(id.clone()),
             name: format!("tap: {vertex} {side_name}"),
             state: Vec::new(),
         }],
-        invokable: None,
-        config: Default::default(),
-        source_bytes: None,
-        skew_splittable: false,
+        ..JobVertexJson::new(id.clone(), v.parallelism)
     };
     let new_edges: Vec<JobEdgeJson> = match side {
         TapSide::Output => vec![JobEdgeJson {

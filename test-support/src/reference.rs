@@ -190,18 +190,11 @@ impl GraphSpec {
                 .zip(&self.slot_sharing)
                 .enumerate()
                 .map(|(i, (&p, s))| JobVertexJson {
-                    id: format!("v{i}"),
-                    name: None,
-                    description: None,
-                    parallelism: i32::try_from(p).expect("parallelism fits in i32"),
-                    max_parallelism: None,
                     slot_sharing_group: s.map(|g| format!("ssg{g}")),
-                    co_location_group: None,
-                    operators: Vec::new(),
-                    invokable: None,
-                    config: Default::default(),
-                    source_bytes: None,
-                    skew_splittable: false,
+                    ..JobVertexJson::new(
+                        format!("v{i}"),
+                        i32::try_from(p).expect("parallelism fits in i32"),
+                    )
                 })
                 .collect(),
             edges: self

@@ -5,20 +5,10 @@ use conflux_graph::{ExecutionGraph, JobGraph, PipelinedRegions};
 
 /// A vertex `(id, parallelism)`.
 pub(crate) fn vertex(id: &str, parallelism: u32) -> JobVertexJson {
-    JobVertexJson {
-        id: id.to_owned(),
-        name: None,
-        description: None,
-        parallelism: i32::try_from(parallelism).expect("parallelism fits in i32"),
-        max_parallelism: None,
-        slot_sharing_group: None,
-        co_location_group: None,
-        operators: Vec::new(),
-        invokable: None,
-        config: Default::default(),
-        source_bytes: None,
-        skew_splittable: false,
-    }
+    JobVertexJson::new(
+        id,
+        i32::try_from(parallelism).expect("parallelism fits in i32"),
+    )
 }
 
 /// An edge `source -> target` with a pattern (`pointwise`/`all_to_all`) and a partition type.

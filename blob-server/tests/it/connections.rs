@@ -26,6 +26,8 @@ fn read_until_closed(socket: &mut TcpStream) -> Vec<u8> {
         match socket.read(&mut buf) {
             Ok(0) => return got,
             Ok(n) => got.extend_from_slice(&buf[..n]),
+            // A signal can interrupt a read that has a timeout, even under SA_RESTART.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return got,
             Err(e) => panic!("the server did not close the connection: {e}"),
         }

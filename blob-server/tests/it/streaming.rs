@@ -28,11 +28,10 @@ fn stalled_get(addr: std::net::SocketAddr, path: &str) -> TcpStream {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") {
-        assert_eq!(
-            socket.read(&mut byte).unwrap(),
-            1,
-            "connection closed early"
-        );
+        // read_exact retries reads a signal interrupted.
+        socket
+            .read_exact(&mut byte)
+            .expect("connection closed early");
         head.push(byte[0]);
     }
     let head = String::from_utf8_lossy(&head).into_owned();

@@ -158,11 +158,20 @@ impl Page {
         if let Some(s) = &self.session {
             message["sessionId"] = json!(s);
         }
-        self.socket
-            .send(Message::text(message.to_string()))
-            .expect("send");
+        // A signal delivered to this test process (its siblings start and stop children) can
+        // interrupt a blocking socket call; tungstenite keeps its state, so the call is retried.
+        let mut sent = self.socket.send(Message::text(message.to_string()));
+        while is_interrupted(&sent) {
+            sent = self.socket.flush();
+        }
+        sent.expect("send");
         loop {
-            let answer = self.socket.read().expect("DevTools answer");
+            let answer = match self.socket.read() {
+                Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    continue
+                }
+                answer => answer.expect("DevTools answer"),
+            };
             let Message::Text(text) = answer else {
                 continue;
             };
@@ -219,6 +228,11 @@ impl Page {
         text.parse()
             .unwrap_or_else(|_| panic!("{selector}: '{text}' is not a number"))
     }
+}
+
+/// Whether a socket call failed only because a signal interrupted it (EINTR).
+fn is_interrupted<T>(result: &tungstenite::Result<T>) -> bool {
+    matches!(result, Err(tungstenite::Error::Io(e)) if e.kind() == std::io::ErrorKind::Interrupted)
 }
 
 const GRAPH_COUNTS: &str = "[document.querySelectorAll('#graph g.vertex').length, \

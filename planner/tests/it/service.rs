@@ -407,6 +407,8 @@ fn closed_within(
         match stream.read(&mut buf) {
             Ok(0) => return Some(start.elapsed()),
             Ok(_) => continue,
+            // A signal can interrupt a read that has a timeout, even under SA_RESTART.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
                 return Some(start.elapsed())
             }

@@ -168,14 +168,57 @@ fn svg_refuses_plans_above_its_limit() {
         matches!(
             err,
             PictureError::TooLarge {
-                vertices: 121,
-                limit: 120
+                vertices: 501,
+                limit: 500
             }
         ),
         "{err}"
     );
     // DOT has no limit.
     assert!(render_json(&json, Format::Dot, &Options::default()).is_ok());
+}
+
+/// The generated 200-vertex layered plan (20 layers of 10, 570 edges, edge labels) as SVG: too
+/// large for crossing reduction, it is still laid out in layers, every box of layer k above every
+/// box of layer k + 1 (the top edges of the boxes, read back from the XML).
+#[test]
+fn svg_of_a_200_vertex_plan_is_laid_out_in_layers() {
+    let json = conflux_graph::generate::layered(20, 10, 4);
+    let options = Options {
+        edge_stats: true,
+        ..Options::default()
+    };
+    let svg = render_json(&json, Format::Svg, &options).expect("draws");
+    let doc = roxmltree::Document::parse(&svg).expect("SVG is XML");
+    let mut tops: Vec<(u32, f64)> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("g") && n.attribute("class") == Some("vertex"))
+        .map(|g| {
+            let id = g.attribute("data-id").expect("data-id");
+            let layer = id[1..id.find('v').expect("l<k>v<j>")]
+                .parse()
+                .expect("layer");
+            let rect = g
+                .descendants()
+                .find(|n| n.has_tag_name("rect"))
+                .expect("a box");
+            (layer, rect.attribute("y").expect("y").parse().expect("y"))
+        })
+        .collect();
+    assert_eq!(tops.len(), 200);
+    assert_eq!(svg_groups(&svg, "edge").len(), 570);
+    tops.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    for pair in tops.windows(2) {
+        let ((layer_a, top_a), (layer_b, top_b)) = (pair[0], pair[1]);
+        if layer_a == layer_b {
+            assert_eq!(top_a, top_b, "layer {layer_a} is one row");
+        } else {
+            assert!(
+                top_a < top_b,
+                "layer {layer_a} at {top_a}, layer {layer_b} at {top_b}"
+            );
+        }
+    }
 }
 
 /// Every Flink plan and small job graph of `fixtures/` in every format: the SVG is XML with one box

@@ -10,14 +10,20 @@ use crate::vocabulary::MAX_VOCABULARY_SIZE;
 /// distribution, and so every stream, the same on every platform (no `powf`).
 const WEIGHT_SCALE: u64 = 1 << 32;
 
+/// One column of the alias table: a uniform draw in `0..total` below `threshold` keeps the
+/// column's own rank, else takes `alias`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Column {
+    threshold: u64,
+    alias: u32,
+}
+
 /// Zipf's law with exponent 1 over `n` ranks, as a Walker/Vose alias table in integers: a draw
-/// is one uniform column and one uniform threshold, O(1) whatever `n`. 12 bytes per rank.
+/// is one uniform column and one uniform threshold, O(1) whatever `n`. 16 bytes per rank, a
+/// column's threshold and alias side by side (a draw reads one place in memory, not two).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Zipf {
-    /// `threshold[i]`: a uniform draw in `0..total` below it keeps column `i`, else takes
-    /// `alias[i]`.
-    threshold: Vec<u64>,
-    alias: Vec<u32>,
+    columns: Vec<Column>,
     /// The sum of the weights; every column holds `total` of probability mass, in units of
     /// `1 / (n * total)`.
     total: u64,
@@ -53,8 +59,11 @@ impl Zipf {
         }
         // What remains holds exactly `total` (integers: no rounding residue to spread).
         Ok(Zipf {
-            threshold,
-            alias,
+            columns: threshold
+                .into_iter()
+                .zip(alias)
+                .map(|(threshold, alias)| Column { threshold, alias })
+                .collect(),
             total,
         })
     }
@@ -62,12 +71,12 @@ impl Zipf {
     /// Number of ranks.
     pub fn len(&self) -> u32 {
         // At most MAX_VOCABULARY_SIZE, checked in `new`.
-        u32::try_from(self.alias.len()).unwrap_or(u32::MAX)
+        u32::try_from(self.columns.len()).unwrap_or(u32::MAX)
     }
 
     /// Whether it has no ranks (never: `new` refuses 0).
     pub fn is_empty(&self) -> bool {
-        self.alias.is_empty()
+        self.columns.is_empty()
     }
 
     /// The probability of rank `id` (0-based) in units of `1 / (len * total)`, as the table
@@ -88,13 +97,14 @@ impl Zipf {
     // The column is below len <= MAX_VOCABULARY_SIZE: the casts keep every bit.
     #[allow(clippy::cast_possible_truncation)]
     pub fn sample(&self, rng: &mut SplitMix64) -> u32 {
-        let column = mul_high(rng.next_u64(), self.alias.len() as u64) as usize;
+        let column = mul_high(rng.next_u64(), self.columns.len() as u64) as usize;
         let u = mul_high(rng.next_u64(), self.total);
-        if u < self.threshold[column] {
+        let c = self.columns[column];
+        if u < c.threshold {
             // column < len <= MAX_VOCABULARY_SIZE.
             column as u32
         } else {
-            self.alias[column]
+            c.alias
         }
     }
 }
@@ -171,8 +181,9 @@ mod tests {
             let z = Zipf::new(n).expect("valid");
             let mut mass = vec![0u64; n as usize];
             for i in 0..n as usize {
-                mass[i] += z.threshold[i];
-                mass[z.alias[i] as usize] += z.total - z.threshold[i];
+                let c = z.columns[i];
+                mass[i] += c.threshold;
+                mass[c.alias as usize] += z.total - c.threshold;
             }
             for id in 0..n {
                 assert_eq!(mass[id as usize], z.mass(id), "n {n} rank {id}");

@@ -12,7 +12,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use conflux_deploy::{LoadedInputGate, ShuffleDescriptor, TaskDeploymentDescriptor};
 use conflux_operators::{
-    write_counts, KeyedWriter, Vocabulary, WordCountConfig, WordCounter, WordSource, Zipf,
+    write_counts, KeyedWriter, RoutedVocabulary, Vocabulary, WordCountConfig, WordCounter,
+    WordSource, Zipf,
 };
 use tokio::sync::mpsc;
 
@@ -43,17 +44,17 @@ impl From<conflux_operators::EncodeError> for TaskFailure {
     }
 }
 
-/// Routes depend on the vocabulary (seed, size), the consumers' parallelism and max
+/// Routed records depend on the vocabulary (seed, size), the consumers' parallelism and max
 /// parallelism.
-type RoutesKey = (u64, u32, u32, u32);
+type RoutedKey = (u64, u32, u32, u32);
 
-/// What word count tasks of one TaskManager share: vocabularies, Zipf tables and routes are
-/// built once per TaskManager, not per task.
+/// What word count tasks of one TaskManager share: vocabularies, Zipf tables and routed
+/// records are built once per TaskManager, not per task.
 #[derive(Default)]
 pub(crate) struct WordCountShared {
     vocabularies: Mutex<HashMap<(u64, u32), Arc<Vocabulary>>>,
     zipfs: Mutex<HashMap<u32, Arc<Zipf>>>,
-    routes: Mutex<HashMap<RoutesKey, Arc<Vec<u32>>>>,
+    routed: Mutex<HashMap<RoutedKey, Arc<RoutedVocabulary>>>,
 }
 
 fn cached<K: std::hash::Hash + Eq, V>(
@@ -202,21 +203,21 @@ fn run_source(
     let zipf = cached(&shared.zipfs, config.vocabulary, || {
         Zipf::new(config.vocabulary)
     })?;
-    let routes = cached(
-        &shared.routes,
+    let routed = cached(
+        &shared.routed,
         (
             config.seed,
             config.vocabulary,
             subpartitions,
             consumer_max_parallelism,
         ),
-        || vocabulary.routes(subpartitions, consumer_max_parallelism),
+        || RoutedVocabulary::new(&vocabulary, subpartitions, consumer_max_parallelism),
     )?;
     let subtask = produced.partition.partition;
     let job = tdd.job_id;
     let id = produced.partition;
     let words = WordSource::new(&zipf, config.seed, subtask, config.words_per_source);
-    let mut writer = KeyedWriter::new(&routes, subpartitions, MAX_BUFFER_BYTES);
+    let mut writer = KeyedWriter::new(subpartitions, MAX_BUFFER_BYTES);
     let mut peak_buffered = 0;
     if produced.partition_type.is_blocking_or_blocking_persistent() {
         let path = partitions
@@ -233,7 +234,8 @@ fn run_source(
             if n % 65_536 == 0 {
                 cancelled(cancel)?;
             }
-            writer.write(word, vocabulary.word(word), &mut append)?;
+            let (sub, record) = routed.record(word);
+            writer.write_record(sub, record, &mut append)?;
         }
         writer.flush(&mut append)?;
         let size = file.finish().map_err(TaskFailure::new)?;
@@ -285,7 +287,8 @@ fn run_source(
             if n % 65_536 == 0 {
                 cancelled(cancel)?;
             }
-            writer.write(word, vocabulary.word(word), &mut full)?;
+            let (sub, record) = routed.record(word);
+            writer.write_record(sub, record, &mut full)?;
         }
         writer.flush(&mut full)?;
         for s in 0..subpartitions {

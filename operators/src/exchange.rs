@@ -63,7 +63,7 @@ impl KeyedWriter {
             full(sub, &buffer[..self.lens[s]])?;
             self.lens[s] = 0;
         }
-        buffer[self.lens[s]..self.lens[s] + n].copy_from_slice(record);
+        copy_short(&mut buffer[self.lens[s]..self.lens[s] + n], record);
         self.lens[s] += n;
         self.bytes += n as u64;
         self.records += 1;
@@ -130,6 +130,35 @@ impl KeyedWriter {
     /// Records written so far.
     pub fn records(&self) -> u64 {
         self.records
+    }
+}
+
+/// `dst.copy_from_slice(src)` for the few bytes of a record: two overlapping fixed-size moves
+/// instead of a call to `memcpy`, which costs more than the copy for a 5-byte record (it was
+/// a sixth of a source's time).
+///
+/// # Panics
+/// When the lengths differ.
+#[inline]
+fn copy_short(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    assert_eq!(dst.len(), n, "copy_short: lengths differ");
+    match n {
+        8..=16 => {
+            dst[..8].copy_from_slice(&src[..8]);
+            dst[n - 8..].copy_from_slice(&src[n - 8..]);
+        }
+        4..=7 => {
+            dst[..4].copy_from_slice(&src[..4]);
+            dst[n - 4..].copy_from_slice(&src[n - 4..]);
+        }
+        1..=3 => {
+            dst[0] = src[0];
+            dst[n / 2] = src[n / 2];
+            dst[n - 1] = src[n - 1];
+        }
+        0 => {}
+        _ => dst.copy_from_slice(src),
     }
 }
 
@@ -216,5 +245,15 @@ mod tests {
                 available: 2
             })
         );
+    }
+
+    #[test]
+    fn short_copies_copy_every_length() {
+        let src: Vec<u8> = (1..=40).collect();
+        for n in 0..=40 {
+            let mut dst = vec![0u8; n];
+            copy_short(&mut dst, &src[..n]);
+            assert_eq!(dst, src[..n], "{n} bytes");
+        }
     }
 }

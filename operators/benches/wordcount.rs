@@ -33,7 +33,7 @@ fn produce(c: &mut Criterion) {
             black_box(bytes)
         })
     });
-    // ... and encoded once, beside its route (what the TaskManager's source does).
+    // ... encoded once, beside its route ...
     let routed = RoutedVocabulary::new(&vocabulary, 64, 128).expect("valid");
     g.bench_function("source_routed_records", |b| {
         b.iter(|| {
@@ -46,6 +46,32 @@ fn produce(c: &mut Criterion) {
             for id in WordSource::new(&zipf, 1, 0, WORDS) {
                 let (sub, record) = routed.record(id);
                 w.write_record(sub, record, &mut full).expect("fits");
+            }
+            w.flush(&mut full).expect("flushes");
+            black_box(bytes)
+        })
+    });
+    // ... drawn 256 at a time, so that the alias table reads overlap (what the TaskManager's
+    // source does).
+    g.bench_function("source_routed_batched", |b| {
+        b.iter(|| {
+            let mut w = KeyedWriter::new(64, BUFFER);
+            let mut bytes = 0usize;
+            let mut full = |_: u32, buf: &[u8]| -> Result<(), conflux_operators::EncodeError> {
+                bytes += buf.len();
+                Ok(())
+            };
+            let mut words = WordSource::new(&zipf, 1, 0, WORDS);
+            let mut batch = [0u32; 256];
+            loop {
+                let n = words.fill(&mut batch);
+                if n == 0 {
+                    break;
+                }
+                for &id in &batch[..n] {
+                    let (sub, record) = routed.record(id);
+                    w.write_record(sub, record, &mut full).expect("fits");
+                }
             }
             w.flush(&mut full).expect("flushes");
             black_box(bytes)

@@ -176,6 +176,35 @@ pub(crate) async fn run(
     }
 }
 
+/// Words a source draws at a time (see [`WordSource::fill`]); the cancel flag is looked at
+/// every 256 batches.
+const SOURCE_BATCH: usize = 256;
+
+/// Hands each word of `words` to `write` as its consumer subtask and record, checking the
+/// cancel flag every 65,536 words.
+fn emit(
+    mut words: WordSource<'_>,
+    routed: &RoutedVocabulary,
+    cancel: &AtomicBool,
+    mut write: impl FnMut(u32, &[u8]) -> Result<(), TaskFailure>,
+) -> Result<(), TaskFailure> {
+    let mut batch = [0u32; SOURCE_BATCH];
+    for n in 0usize.. {
+        if n % 256 == 0 {
+            cancelled(cancel)?;
+        }
+        let drawn = words.fill(&mut batch);
+        if drawn == 0 {
+            return Ok(());
+        }
+        for &id in &batch[..drawn] {
+            let (sub, record) = routed.record(id);
+            write(sub, record)?;
+        }
+    }
+    Ok(())
+}
+
 fn run_source(
     shared: &WordCountShared,
     partitions: &ResultPartitionManager,
@@ -230,13 +259,9 @@ fn run_source(
         )
         .map_err(TaskFailure::new)?;
         let mut append = |s: u32, buf: &[u8]| file.append(s, buf).map_err(TaskFailure::new);
-        for (n, word) in words.enumerate() {
-            if n % 65_536 == 0 {
-                cancelled(cancel)?;
-            }
-            let (sub, record) = routed.record(word);
-            writer.write_record(sub, record, &mut append)?;
-        }
+        emit(words, &routed, cancel, |sub, record| {
+            writer.write_record(sub, record, &mut append)
+        })?;
         writer.flush(&mut append)?;
         let size = file.finish().map_err(TaskFailure::new)?;
         partitions.register_blocking(job, id, path, size);
@@ -283,13 +308,9 @@ fn run_source(
         let mut full = |s: u32, buf: &[u8]| -> Result<(), TaskFailure> {
             send(s, PipelinedItem::Buffer(Bytes::copy_from_slice(buf)))
         };
-        for (n, word) in words.enumerate() {
-            if n % 65_536 == 0 {
-                cancelled(cancel)?;
-            }
-            let (sub, record) = routed.record(word);
-            writer.write_record(sub, record, &mut full)?;
-        }
+        emit(words, &routed, cancel, |sub, record| {
+            writer.write_record(sub, record, &mut full)
+        })?;
         writer.flush(&mut full)?;
         for s in 0..subpartitions {
             send(s, PipelinedItem::End)?;

@@ -1,35 +1,54 @@
 //! The counter: what a count subtask does with the words it receives (Flink's keyed `sum`,
 //! with all of one word's records at one subtask).
 
-use std::borrow::Borrow;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 
-use rustc_hash::FxHashMap;
+use hashbrown::HashTable;
+use rustc_hash::FxHasher;
 
 use crate::record::{decode_raw, DecodeError, Malformed};
 
 /// Counts per word. Memory is O(distinct words); a word is copied once, when first seen.
+///
+/// A record's word is hashed and compared as bytes, and checked to be UTF-8 only when it is
+/// new (a word seen before was checked then); comparisons of short words are inlined rather
+/// than calls to `memcmp` (which cost more than comparing 5 bytes).
 #[derive(Clone, Debug, Default)]
 pub struct WordCounter {
-    counts: FxHashMap<Word, u64>,
+    counts: HashTable<(Box<str>, u64)>,
     total: u64,
 }
 
-/// A counted word, looked up by its bytes: a record's word is hashed and compared as bytes,
-/// and checked to be UTF-8 only when it is new (a word seen before was checked then).
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Word(Box<str>);
-
-impl Hash for Word {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        // As `[u8]` hashes, so that a lookup by bytes finds it (`Borrow` requires equal hashes).
-        self.0.as_bytes().hash(state);
-    }
+/// The hash of a word's bytes (Fx: the words come from our own sources, so resistance to
+/// collisions chosen by an attacker is not needed).
+#[inline]
+fn hash_of(bytes: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(bytes);
+    h.finish()
 }
 
-impl Borrow<[u8]> for Word {
-    fn borrow(&self) -> &[u8] {
-        self.0.as_bytes()
+/// The first `N` bytes of `s` as an integer.
+#[inline]
+fn load<const N: usize>(s: &[u8]) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&s[..N]);
+    a
+}
+
+/// `a == b`, with the few bytes of a word compared by two overlapping fixed-size loads.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    match n {
+        8..=16 => load::<8>(a) == load::<8>(b) && load::<8>(&a[n - 8..]) == load::<8>(&b[n - 8..]),
+        4..=7 => load::<4>(a) == load::<4>(b) && load::<4>(&a[n - 4..]) == load::<4>(&b[n - 4..]),
+        1..=3 => a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1],
+        0 => true,
+        _ => a == b,
     }
 }
 
@@ -48,14 +67,32 @@ impl WordCounter {
     /// Counts `n` occurrences of `word`.
     #[inline]
     pub fn add_n(&mut self, word: &str, n: u64) {
-        // One lookup for a word already seen (the common case under Zipf); the copy only for
-        // a new one.
-        if let Some(c) = self.counts.get_mut(word.as_bytes()) {
-            *c += n;
-        } else {
-            self.counts.insert(Word(word.into()), n);
-        }
+        let counted: Result<(), std::convert::Infallible> =
+            self.count(word.as_bytes(), n, || Ok(word));
+        let Ok(()) = counted;
         self.total += n;
+    }
+
+    /// Adds `n` to the count of the word whose bytes are `bytes`; a new word is `word()`
+    /// (which checks it is UTF-8) and copied.
+    #[inline]
+    fn count<'w, E>(
+        &mut self,
+        bytes: &'w [u8],
+        n: u64,
+        word: impl FnOnce() -> Result<&'w str, E>,
+    ) -> Result<(), E> {
+        let hash = hash_of(bytes);
+        if let Some(entry) = self
+            .counts
+            .find_mut(hash, |e| same_bytes(e.0.as_bytes(), bytes))
+        {
+            entry.1 += n;
+        } else {
+            self.counts
+                .insert_unique(hash, (word()?.into(), n), |e| hash_of(e.0.as_bytes()));
+        }
+        Ok(())
     }
 
     /// Counts every record of a buffer of records; returns how many it counted.
@@ -66,15 +103,12 @@ impl WordCounter {
         let mut n = 0;
         for record in decode_raw(buf) {
             let (offset, bytes) = record?;
-            if let Some(c) = self.counts.get_mut(bytes) {
-                *c += 1;
-            } else {
-                let word = std::str::from_utf8(bytes).map_err(|_| DecodeError {
+            self.count(bytes, 1, || {
+                std::str::from_utf8(bytes).map_err(|_| DecodeError {
                     offset,
                     kind: Malformed::InvalidUtf8,
-                })?;
-                self.counts.insert(Word(word.into()), 1);
-            }
+                })
+            })?;
             self.total += 1;
             n += 1;
         }
@@ -83,7 +117,10 @@ impl WordCounter {
 
     /// The count of `word` (0 if never seen).
     pub fn get(&self, word: &str) -> u64 {
-        self.counts.get(word.as_bytes()).copied().unwrap_or(0)
+        let bytes = word.as_bytes();
+        self.counts
+            .find(hash_of(bytes), |e| same_bytes(e.0.as_bytes(), bytes))
+            .map_or(0, |e| e.1)
     }
 
     /// Words counted, with repetitions: the sum of all counts.
@@ -99,7 +136,7 @@ impl WordCounter {
     /// The counts sorted by word (byte order of the UTF-8, as `str`'s `Ord`), as the sink
     /// writes them. O(d log d) for d distinct words.
     pub fn sorted(&self) -> Vec<(&str, u64)> {
-        let mut v: Vec<(&str, u64)> = self.counts.iter().map(|(w, &c)| (&*w.0, c)).collect();
+        let mut v: Vec<(&str, u64)> = self.counts.iter().map(|(w, c)| (&**w, *c)).collect();
         v.sort_unstable_by(|a, b| a.0.cmp(b.0));
         v
     }
@@ -148,5 +185,29 @@ mod tests {
             })
         );
         assert_eq!((c.get("to"), c.total(), c.distinct()), (5, 16, 5));
+    }
+
+    #[test]
+    fn short_comparisons_agree_with_slices() {
+        let words: Vec<Vec<u8>> = (0..=20)
+            .flat_map(|n: usize| {
+                let base: Vec<u8> = (b'a'..=b'z').cycle().take(n).collect();
+                // The word, and it with one byte changed at the start, middle and end.
+                let mut variants = vec![base.clone()];
+                for at in [0, n / 2, n.saturating_sub(1)] {
+                    if n > 0 {
+                        let mut v = base.clone();
+                        v[at] ^= 1;
+                        variants.push(v);
+                    }
+                }
+                variants
+            })
+            .collect();
+        for a in &words {
+            for b in &words {
+                assert_eq!(same_bytes(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
     }
 }

@@ -13,6 +13,7 @@ use conflux_checkpoint::{
 };
 use serde_json::{json, Value};
 
+use crate::output;
 use crate::{Failure, Format};
 
 mod script;
@@ -291,12 +292,11 @@ pub(crate) fn run_sim(args: &CheckpointSimArgs) -> Result<(), Failure> {
                 },
                 "wall_ms": wall_ms,
             });
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&out).map_err(|e| Failure::Work(e.into()))?
-            );
+            output::print_json(&out)?;
         }
-        Format::Text => print_sim_text(&report, &config, &storage_name, wall_ms),
+        Format::Text => {
+            output::write_with(|out| write_sim_text(out, &report, &config, &storage_name, wall_ms))?
+        }
     }
     let failures = report.merged.restore_failures + report.unmerged.restore_failures;
     if failures > 0 {
@@ -362,15 +362,22 @@ fn mode_json(r: &ModeReport) -> Value {
     serde_json::to_value(r).unwrap_or_else(|e| json!({ "error": e.to_string() }))
 }
 
-fn print_sim_text(report: &SimReport, config: &SimConfig, storage: &str, wall_ms: f64) {
-    println!(
+fn write_sim_text(
+    out: &mut dyn Write,
+    report: &SimReport,
+    config: &SimConfig,
+    storage: &str,
+    wall_ms: f64,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
         "checkpoint-sim: {} subtasks, {} checkpoints x {} files ({}..{} bytes), storage {storage}",
         config.subtasks,
         config.checkpoints,
         config.files_per_checkpoint,
         config.min_file_bytes,
         config.max_file_bytes
-    );
+    )?;
     type Cell = Box<dyn Fn(&ModeReport) -> String>;
     let rows: [(&str, Cell); 17] = [
         (
@@ -423,18 +430,21 @@ fn print_sim_text(report: &SimReport, config: &SimConfig, storage: &str, wall_ms
             Box::new(|r| format!("{} / {}", r.restore_failures, r.restored_files_checked)),
         ),
     ];
-    println!("{:<36} {:>16} {:>16}", "", "merged", "unmerged");
+    writeln!(out, "{:<36} {:>16} {:>16}", "", "merged", "unmerged")?;
     for (name, f) in &rows {
-        println!(
+        writeln!(
+            out,
             "{name:<36} {:>16} {:>16}",
             f(&report.merged),
             f(&report.unmerged)
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        out,
         "objects ratio (unmerged / merged): {:.1}x; {wall_ms:.0} ms",
         report.objects_ratio
-    );
+    )?;
+    Ok(())
 }
 
 /// What one child process reports: the disk index of each instance it allocated.
@@ -512,21 +522,20 @@ pub(crate) fn run_local_dirs(args: &LocalDirsArgs) -> Result<(), Failure> {
                 "instances_per_process": args.instances_per_process,
                 "strategies": out,
             });
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&doc).map_err(|e| Failure::Work(e.into()))?
-            );
+            output::print_json(&doc)?;
         }
-        Format::Text => {
-            println!(
+        Format::Text => output::write_with(|out| {
+            writeln!(
+                out,
                 "{} processes x {} instances over {} directories (instances per directory; spread = max - min)",
                 args.processes,
                 args.instances_per_process,
                 results.first().map_or(0, |r| r.1.len())
-            );
+            )?;
             for (s, _, (counts, fallbacks)) in &results {
                 let cells: Vec<String> = counts.iter().map(|c| format!("{c:>4}")).collect();
-                println!(
+                writeln!(
+                    out,
                     "{:<18} {}   spread {}{}",
                     s.as_str(),
                     cells.join(""),
@@ -536,9 +545,10 @@ pub(crate) fn run_local_dirs(args: &LocalDirsArgs) -> Result<(), Failure> {
                     } else {
                         String::new()
                     }
-                );
+                )?;
             }
-        }
+            Ok(())
+        })?,
     }
     Ok(())
 }

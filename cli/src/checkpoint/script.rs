@@ -1,12 +1,14 @@
 //! `conflux checkpoint-sim --script FILE`: replays a scripted checkpoint scenario with
 //! [`conflux_checkpoint::script::replay`] and prints the objects alive after each event.
 
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{anyhow, Context};
 use conflux_checkpoint::script::{replay, Event, Replay, Script};
 use serde_json::Value;
 
+use crate::output;
 use crate::{Failure, Format};
 
 /// Reads, replays and prints the script at `path`. Exit 2 (input) for an unreadable file,
@@ -22,12 +24,9 @@ pub(crate) fn run(path: &Path, format: Format) -> Result<(), Failure> {
     let result = replay(&script).map_err(Failure::input)?;
     match format {
         Format::Json => {
-            let out = serde_json::to_string_pretty(&result)
-                .context("serialising the replay")
-                .map_err(Failure::Work)?;
-            println!("{out}");
+            output::print_json(&result)?;
         }
-        Format::Text => print_text(&script, &result),
+        Format::Text => output::write_with(|out| write_text(out, &script, &result))?,
     }
     Ok(())
 }
@@ -46,36 +45,39 @@ fn parse(text: &str) -> anyhow::Result<Script> {
     })
 }
 
-fn print_text(script: &Script, result: &Replay) {
+fn write_text(out: &mut dyn Write, script: &Script, result: &Replay) -> std::io::Result<()> {
     for (step, event) in result.steps.iter().zip(&script.events) {
         let retained: Vec<String> = step.retained.iter().map(ToString::to_string).collect();
-        println!(
+        writeln!(
+            out,
             "event {} ({}): retained [{}]",
             step.event,
             describe(event),
             retained.join(", ")
-        );
+        )?;
         for object in &step.created {
-            println!("  + {object}");
+            writeln!(out, "  + {object}")?;
         }
         for d in &step.deleted {
-            println!("  - {}: {}", d.object, d.why);
+            writeln!(out, "  - {}: {}", d.object, d.why)?;
         }
         if let Some(plan) = &step.plan {
             let reuse: Vec<String> = plan.reuse.iter().map(|(l, r)| format!("{l}={r}")).collect();
-            println!(
+            writeln!(
+                out,
                 "  plan: reuse [{}], upload [{}]",
                 reuse.join(", "),
                 plan.upload.join(", ")
-            );
+            )?;
         }
         let exists = if step.exists.is_empty() {
             "-".to_owned()
         } else {
             step.exists.join(" ")
         };
-        println!("  exists: {exists}");
+        writeln!(out, "  exists: {exists}")?;
     }
+    Ok(())
 }
 
 /// `op` and the checkpoint it concerns, if any.

@@ -249,9 +249,11 @@ fn add_adaptive(out: &mut Value, adaptive: &sim::AdaptiveReport) {
     }
     let mut per_task = serde_json::Map::new();
     for (id, b) in &adaptive.bytes_per_task {
+        // max / median: how far the busiest subtask is above the typical one.
         per_task.insert(
             id.clone(),
-            json!({"min": b.min, "median": b.median, "max": b.max}),
+            json!({"min": b.min, "median": b.median, "max": b.max,
+                   "max_over_median": b.max as f64 / b.median.max(1) as f64}),
         );
     }
     let largest: Vec<Value> = adaptive
@@ -274,6 +276,14 @@ fn add_adaptive(out: &mut Value, adaptive: &sim::AdaptiveReport) {
         "count": adaptive.skewed_subpartitions.len(),
         "largest": largest,
     });
+    out["skew_splits"] = adaptive
+        .skew_splits
+        .iter()
+        .map(|s| {
+            json!({"vertex": s.vertex, "subpartition": s.subpartition, "bytes": s.bytes,
+                   "pieces": s.pieces})
+        })
+        .collect();
 }
 
 /// Skewed subpartitions listed in the report (the largest); all are counted.
@@ -450,12 +460,23 @@ fn render(r: &Value) -> String {
             for (id, b) in per_task {
                 let _ = writeln!(
                     s,
-                    "  bytes per task       {id}: min {}, median {}, max {}",
+                    "  bytes per task       {id}: min {}, median {}, max {} (max / median {:.2})",
                     n(&b["min"]),
                     n(&b["median"]),
-                    n(&b["max"])
+                    n(&b["max"]),
+                    f(&b["max_over_median"])
                 );
             }
+        }
+        for k in r["skew_splits"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                s,
+                "  skew split           {} #{}: {} bytes read by {} subtasks",
+                k["vertex"].as_str().unwrap_or(""),
+                k["subpartition"],
+                n(&k["bytes"]),
+                k["pieces"]
+            );
         }
         let skewed = &r["skewed_subpartitions"];
         let _ = writeln!(s, "  skewed subpartitions {}", n(&skewed["count"]));

@@ -17,8 +17,9 @@
 use std::sync::Arc;
 
 use conflux_adaptive::{
-    decide_parallelism_and_input_infos, BatchExecutionOptions, ConsumedInput, DecideError,
-    ExecutionVertexInputInfo, ResultBytes, SkewedSubpartition, VertexToDecide,
+    decide_parallelism_and_input_infos, split_skewed_subpartitions, BatchExecutionOptions,
+    ConsumedInput, DecideError, ExecutionVertexInputInfo, ResultBytes, SkewedSubpartition,
+    SplitSubpartition, VertexToDecide,
 };
 use conflux_deploy::{ExecutionAttemptId, ExecutionState};
 use conflux_graph::dynamic::first_dynamic_vertex;
@@ -65,6 +66,9 @@ pub struct VertexDecision {
     /// Subpartitions far above their input's average bytes per subtask (beyond Flink; see
     /// [`conflux_adaptive::SKEW_FACTOR`]).
     pub skewed_subpartitions: Vec<SkewedSubpartition>,
+    /// Subpartitions split across several subtasks (a `skew_splittable` vertex; see
+    /// [`split_skewed_subpartitions`]); the parallelism counts the pieces.
+    pub split_subpartitions: Vec<SplitSubpartition>,
 }
 
 /// The adaptive part of a scheduler's state.
@@ -140,6 +144,7 @@ impl Scheduler {
                     bytes_per_task: Vec::new(),
                     input_infos: Vec::new(),
                     skewed_subpartitions: Vec::new(),
+                    split_subpartitions: Vec::new(),
                 });
                 parallelism
             })
@@ -487,7 +492,19 @@ impl AdaptiveState {
             VertexToDecide::fixed(v.parallelism, max)
         };
         Some(
-            decide_parallelism_and_input_infos(&self.options, &vertex, &inputs).map(|d| {
+            decide_parallelism_and_input_infos(&self.options, &vertex, &inputs).map(|mut d| {
+                // Beyond Flink: a skew-splittable vertex of one ALL_TO_ALL input reads a hot
+                // subpartition through several subtasks (its decided parallelism grows by the
+                // extra pieces, within its max parallelism).
+                let mut split_subpartitions = Vec::new();
+                if v.undecided && v.skew_splittable && inputs.len() == 1 {
+                    if let Some(split) = split_skewed_subpartitions(&inputs[0], d.parallelism, max)
+                    {
+                        d.parallelism = split.parallelism;
+                        d.input_infos = vec![split.input_infos];
+                        split_subpartitions = split.split;
+                    }
+                }
                 VertexDecision {
                     job_vertex: j,
                     parallelism: d.parallelism,
@@ -495,15 +512,17 @@ impl AdaptiveState {
                     bytes_per_task: bytes_per_task(&inputs, &d.input_infos, d.parallelism),
                     input_infos: d.input_infos,
                     skewed_subpartitions: d.skewed_subpartitions,
+                    split_subpartitions,
                 }
             }),
         )
     }
 }
 
-/// Per subtask, the bytes it reads: the sums over its subpartition range of each input, the
-/// share of its partition range for a POINTWISE input (sums over producers do not say which
-/// producer wrote what). O(inputs x (subpartitions + parallelism)).
+/// Per subtask, the bytes it reads: the sums over its subpartition range of each input, times
+/// the share of the producer partitions it reads (all of them but for POINTWISE inputs and
+/// split subpartitions; sums over producers do not say which producer wrote what, so the share
+/// is by count). O(inputs x (subpartitions + parallelism)).
 fn bytes_per_task(
     inputs: &[ConsumedInput<'_>],
     infos: &[Vec<ExecutionVertexInputInfo>],
@@ -520,7 +539,7 @@ fn bytes_per_task(
             let range = info.subpartition_range;
             let (start, end) = (range.start as usize, range.end as usize + 1);
             let mut bytes = prefix.get(end).copied().unwrap_or(0) - prefix[start.min(end)];
-            if input.pattern == DistributionPattern::Pointwise {
+            if info.partition_range.len() < input.num_partitions {
                 bytes = bytes * u128::from(info.partition_range.len())
                     / u128::from(input.num_partitions.max(1));
             }

@@ -31,6 +31,19 @@ pub struct SkewedSubpartitionReport {
     pub average_bytes_per_task: u64,
 }
 
+/// A subpartition read by several subtasks (a `skew_splittable` consumer).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkewSplitReport {
+    /// The consuming job vertex.
+    pub vertex: String,
+    /// The subpartition index.
+    pub subpartition: u32,
+    /// Its bytes, summed over producers.
+    pub bytes: u64,
+    /// The subtasks reading it, each a range of producer partitions.
+    pub pieces: u32,
+}
+
 /// What the run decided (job vertices in the order they were decided).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct AdaptiveReport {
@@ -42,6 +55,8 @@ pub struct AdaptiveReport {
     pub bytes_per_task: Vec<(String, BytesPerTask)>,
     /// Every skewed subpartition found by a decision, largest first.
     pub skewed_subpartitions: Vec<SkewedSubpartitionReport>,
+    /// Every subpartition split across subtasks, by vertex then subpartition.
+    pub skew_splits: Vec<SkewSplitReport>,
 }
 
 impl AdaptiveReport {
@@ -87,11 +102,24 @@ impl AdaptiveReport {
             })
             .collect();
         skewed_subpartitions.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        let skew_splits = scheduler
+            .decisions()
+            .iter()
+            .flat_map(|d| {
+                d.split_subpartitions.iter().map(move |s| SkewSplitReport {
+                    vertex: job.vertex_id(d.job_vertex).to_owned(),
+                    subpartition: s.subpartition,
+                    bytes: s.bytes,
+                    pieces: s.pieces,
+                })
+            })
+            .collect();
         AdaptiveReport {
             execution_vertices: graph.num_execution_vertices(),
             decided_parallelism,
             bytes_per_task,
             skewed_subpartitions,
+            skew_splits,
         }
     }
 }

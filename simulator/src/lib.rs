@@ -13,7 +13,9 @@ pub mod cluster;
 mod produced_bytes;
 pub mod script;
 
-pub use adaptive_report::{AdaptiveReport, BytesPerTask, SkewedSubpartitionReport};
+pub use adaptive_report::{
+    AdaptiveReport, BytesPerTask, SkewSplitReport, SkewedSubpartitionReport,
+};
 pub use produced_bytes::{BytesModel, DEFAULT_SOURCE_BYTES};
 
 pub use cluster::{

@@ -112,3 +112,57 @@ fn every_batch_plan_finishes_deciding() {
     }
     assert_eq!((batch, undecided, tpch), (28, 2, 22));
 }
+
+/// Beyond Flink: a `skew_splittable` consumer reads each subpartition above its average share
+/// through several subtasks (ranges of producers), so with Zipf 1.0 skew the busiest subtask
+/// reads at most 1.5 times the median one; the same consumer without the mark does not.
+#[test]
+fn skew_splitting_balances_the_bytes_per_task() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let job = |splittable: bool| {
+        format!(
+            r#"{{"name": "skewed", "job_type": "batch",
+                "vertices": [{{"id": "source", "parallelism": -1}},
+                             {{"id": "count", "parallelism": -1, "skew_splittable": {splittable}}}],
+                "edges": [{{"source": "source", "target": "count",
+                            "distribution_pattern": "all_to_all",
+                            "result_partition_type": "blocking"}}]}}"#
+        )
+    };
+    let split = dir.path().join("split.json");
+    std::fs::write(&split, job(true)).expect("write");
+    let whole = dir.path().join("whole.json");
+    std::fs::write(&whole, job(false)).expect("write");
+    for seed in ["0", "1", "2"] {
+        let args = |file: &std::path::Path| {
+            run_json(&[
+                file.to_str().expect("utf-8"),
+                "--skew",
+                "1.0",
+                "--seed",
+                seed,
+            ])
+        };
+        let r = args(&split);
+        let ratio = r["bytes_per_task"]["count"]["max_over_median"]
+            .as_f64()
+            .expect("ratio");
+        assert!(ratio <= 1.5, "seed {seed}: {r}");
+        let splits = r["skew_splits"].as_array().expect("splits");
+        assert!(!splits.is_empty(), "{r}");
+        // The hottest subpartition (Zipf 1.0 over 128: 1 / H(128) of 1 GiB) is read by several
+        // subtasks.
+        assert!(
+            splits
+                .iter()
+                .any(|s| s["pieces"].as_u64().expect("pieces") >= 9),
+            "{r}"
+        );
+        let r = args(&whole);
+        let ratio = r["bytes_per_task"]["count"]["max_over_median"]
+            .as_f64()
+            .expect("ratio");
+        assert!(ratio > 5.0, "seed {seed}: {r}");
+        assert_eq!(r["skew_splits"], serde_json::json!([]));
+    }
+}

@@ -101,7 +101,7 @@ impl AdaptiveReport {
                 })
             })
             .collect();
-        skewed_subpartitions.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        skewed_subpartitions.sort_by_key(|s| std::cmp::Reverse(s.bytes));
         let skew_splits = scheduler
             .decisions()
             .iter()

@@ -208,6 +208,18 @@ impl Scheduler {
             return Ok(());
         }
         let v = ExecutionVertexIndex(a.vertex);
+        // As a plain finish: a never-deployed attempt cannot finish.
+        let vertex_state = self.state[v];
+        if matches!(
+            vertex_state,
+            ExecutionState::Created | ExecutionState::Scheduled
+        ) {
+            return Err(SchedulerError::InvalidTransition {
+                vertex: self.graph.execution_vertex_name(v),
+                action: "finish",
+                state: vertex_state.as_str(),
+            });
+        }
         let id = self.graph.execution_vertex_id(v);
         let produced = self.graph.job_graph().produced_data_sets(id.job_vertex);
         let bad = |reason: String| SchedulerError::ProducedBytes {

@@ -29,6 +29,7 @@ mod decider;
 mod input_info;
 mod options;
 mod produced_bytes;
+mod skew_split;
 
 pub use decider::{
     decide_parallelism_and_input_infos, ConsumedInput, DecideError, ParallelismAndInputInfos,
@@ -40,3 +41,4 @@ pub use input_info::{
 };
 pub use options::{BatchExecutionOptions, MIB};
 pub use produced_bytes::{BytesError, ResultBytes};
+pub use skew_split::{split_skewed_subpartitions, split_threshold, SkewSplit, SplitSubpartition};

@@ -156,6 +156,14 @@ struct RunArgs {
     /// Failover strategy.
     #[arg(long, value_enum, default_value_t = FailoverArg::Region)]
     failover: FailoverArg,
+    /// Bytes every source vertex produces in all, over its subtasks, unless its job graph
+    /// vertex gives `source_bytes` (what decides undecided vertices; default 1 GiB).
+    #[arg(long, default_value_t = conflux_sim::DEFAULT_SOURCE_BYTES)]
+    source_bytes: u64,
+    /// Zipf exponent of the bytes over subpartitions (0: even; 1.0: the k-th hottest
+    /// subpartition gets 1/k of the hottest's share).
+    #[arg(long, default_value_t = 0.0)]
+    skew: f64,
     #[command(flatten)]
     offload: OffloadArgs,
     /// Output format.
@@ -521,6 +529,12 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
             )));
         }
     }
+    if !(args.skew.is_finite() && args.skew >= 0.0) {
+        return Err(Failure::Input(anyhow::anyhow!(
+            "--skew {} is not a finite exponent of 0 or more",
+            args.skew
+        )));
+    }
     let options = run::RunOptions {
         task_managers: args.task_managers,
         slots: args.slots,
@@ -539,6 +553,10 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
         },
         progress: !args.quiet && progress::on_terminal(),
         decide: !args.load.default_parallelism_given(),
+        bytes: conflux_sim::BytesModel {
+            source_bytes: args.source_bytes,
+            skew: args.skew,
+        },
     };
     let blobs = blobs::EmbeddedBlobs::start().map_err(Failure::Work)?;
     tracing::debug!(url = %blobs.url(), "started the embedded blob server");

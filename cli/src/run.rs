@@ -30,6 +30,8 @@ pub(crate) struct RunOptions {
     /// Decide undecided vertices (`-1`) from produced bytes; `false` (`--default-parallelism`
     /// given) fixes them at the estimate.
     pub(crate) decide: bool,
+    /// The bytes simulated tasks write (what decides undecided vertices).
+    pub(crate) bytes: sim::BytesModel,
 }
 
 pub(crate) fn run(
@@ -45,7 +47,18 @@ pub(crate) fn run(
     tracing::debug!(file = %path.display(), bytes = bytes.len(), "read the job");
     // Frees the bytes once parsed, before validation.
     let (mut job, _) = load::load_owned(bytes, load_options).map_err(Failure::input)?;
-    if !options.decide {
+    // Undecided vertices are decided at run time unless `--default-parallelism` fixes them,
+    // or the job cannot grow at run time (a pipelined edge or co-location group after the first
+    // undecided vertex): those run at the estimate, and the report says why.
+    let mut estimate_reason = None;
+    if options.decide && job.has_undecided() {
+        if let Err(e) = conflux_graph::dynamic::first_dynamic_vertex(&job) {
+            estimate_reason = Some(e.to_string());
+            tracing::warn!(reason = %e, "undecided vertices run at their estimate");
+        }
+    }
+    let adaptive = options.decide && job.has_undecided() && estimate_reason.is_none();
+    if !adaptive {
         job.fix_undecided();
     }
     let parsed = Instant::now();
@@ -55,6 +68,9 @@ pub(crate) fn run(
         job_vertices = job.vertices().len(),
         "parsed the job graph"
     );
+    if adaptive {
+        return run_adaptive(job, options, blobs, blob_report, format, start, parsed);
+    }
     let graph = Arc::new(ExecutionGraph::build(job).map_err(Failure::input)?);
     let built = Instant::now();
     tracing::debug!(
@@ -72,36 +88,9 @@ pub(crate) fn run(
         "computed the pipelined regions"
     );
 
-    let mut config = SimulationConfig::for_job_type(graph.job_graph().job_type());
-    config.task_managers = options.task_managers;
-    config.slots_per_task_manager = options.slots;
-    config.seed = options.seed;
-    config.faults = options.faults;
-    config.deployment.offload_rule = options.offload_rule;
-    config.scheduler.failover = options.failover;
-    config.scheduler.restart = RestartStrategy::exponential_default(options.restart_attempts);
-
+    let config = simulation_config(graph.job_graph().job_type(), options);
     let total = u64::from(graph.num_execution_vertices());
-    let bar = options.progress.then(|| {
-        let bar = indicatif::ProgressBar::new(total);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{spinner} {bar:40} {pos}/{len} tasks finished ({elapsed})",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
-    struct Progress<'a>(Option<&'a indicatif::ProgressBar>, u64);
-    impl sim::Observer for Progress<'_> {
-        fn on_progress(&mut self, done: u64, _total: u64) {
-            if let Some(bar) = self.0 {
-                if done.is_multiple_of(256) || done == self.1 {
-                    bar.set_position(done);
-                }
-            }
-        }
-    }
+    let bar = progress_bar(options, total);
     let mut progress = Progress(bar.as_ref(), total);
     tracing::debug!(
         phase = "run",
@@ -130,6 +119,192 @@ pub(crate) fn run(
         restarts = report.restarts,
         "the run ended"
     );
+    let phases = Phases {
+        start,
+        parsed,
+        built,
+        regions_done,
+        done,
+    };
+    let mut out = report_json(graph.job_graph().name(), total, &report, options, &phases);
+    if let Some(reason) = estimate_reason {
+        out["undecided_at_estimate"] = Value::from(reason);
+    }
+    finish(out, report, blob_report, format)
+}
+
+/// The settings of the simulated cluster from the command line.
+fn simulation_config(job_type: conflux_graph::JobType, options: &RunOptions) -> SimulationConfig {
+    let mut config = SimulationConfig::for_job_type(job_type);
+    config.task_managers = options.task_managers;
+    config.slots_per_task_manager = options.slots;
+    config.seed = options.seed;
+    config.faults = options.faults;
+    config.deployment.offload_rule = options.offload_rule;
+    config.scheduler.failover = options.failover;
+    config.scheduler.restart = RestartStrategy::exponential_default(options.restart_attempts);
+    config
+}
+
+/// A progress bar over `total` tasks, when asked for.
+fn progress_bar(options: &RunOptions, total: u64) -> Option<indicatif::ProgressBar> {
+    options.progress.then(|| {
+        let bar = indicatif::ProgressBar::new(total);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {bar:40} {pos}/{len} tasks finished ({elapsed})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    })
+}
+
+/// Moves the progress bar as tasks finish (the total grows with an adaptive run).
+struct Progress<'a>(Option<&'a indicatif::ProgressBar>, u64);
+
+impl sim::Observer for Progress<'_> {
+    fn on_progress(&mut self, done: u64, total: u64) {
+        if let Some(bar) = self.0 {
+            if total != self.1 {
+                self.1 = total;
+                bar.set_length(total);
+            }
+            if done.is_multiple_of(256) || done == self.1 {
+                bar.set_position(done);
+            }
+        }
+    }
+}
+
+/// When each phase of a run ended.
+#[derive(Clone, Copy)]
+struct Phases {
+    start: Instant,
+    parsed: Instant,
+    built: Instant,
+    regions_done: Instant,
+    done: Instant,
+}
+
+/// `run` with undecided vertices decided at run time: the graph is built and grown by the
+/// scheduler inside the simulation, so its phases count in `run`.
+fn run_adaptive(
+    job: conflux_graph::JobGraph,
+    options: &RunOptions,
+    blobs: &dyn BlobEnvironment,
+    blob_report: &dyn Fn() -> Value,
+    format: Format,
+    start: Instant,
+    parsed: Instant,
+) -> Result<(), Failure> {
+    let config = simulation_config(job.job_type(), options);
+    let name = job.name().to_owned();
+    let estimate: u64 = job
+        .vertices()
+        .iter()
+        .map(|v| u64::from(v.parallelism))
+        .sum();
+    let bar = progress_bar(options, estimate);
+    let mut progress = Progress(bar.as_ref(), estimate);
+    let report = sim::simulate_adaptive(
+        job,
+        conflux_adaptive::BatchExecutionOptions::default(),
+        options.bytes,
+        &config,
+        blobs,
+        &mut progress,
+    )
+    .map_err(|e| Failure::Work(anyhow!(e)))?;
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let done = Instant::now();
+    let total = report
+        .adaptive
+        .as_ref()
+        .map_or(0, |a| u64::from(a.execution_vertices));
+    let phases = Phases {
+        start,
+        parsed,
+        built: parsed,
+        regions_done: parsed,
+        done,
+    };
+    let mut out = report_json(&name, total, &report, options, &phases);
+    if let Some(adaptive) = &report.adaptive {
+        add_adaptive(&mut out, adaptive);
+    }
+    finish(out, report, blob_report, format)
+}
+
+/// The run's report keys of an adaptive run: `decided_parallelism` (vertex id -> parallelism),
+/// `bytes_per_task` (vertex id -> {min, median, max} bytes read per subtask) and
+/// `skewed_subpartitions` (`count` and the `largest` few, each with its bytes against the
+/// average per subtask).
+fn add_adaptive(out: &mut Value, adaptive: &sim::AdaptiveReport) {
+    let mut decided = serde_json::Map::new();
+    for (id, p) in &adaptive.decided_parallelism {
+        decided.insert(id.clone(), Value::from(*p));
+    }
+    let mut per_task = serde_json::Map::new();
+    for (id, b) in &adaptive.bytes_per_task {
+        // max / median: how far the busiest subtask is above the typical one.
+        per_task.insert(
+            id.clone(),
+            json!({"min": b.min, "median": b.median, "max": b.max,
+                   "max_over_median": b.max as f64 / b.median.max(1) as f64}),
+        );
+    }
+    let largest: Vec<Value> = adaptive
+        .skewed_subpartitions
+        .iter()
+        .take(SKEWED_LISTED)
+        .map(|s| {
+            json!({
+                "vertex": s.vertex,
+                "producer": s.producer,
+                "subpartition": s.subpartition,
+                "bytes": s.bytes,
+                "average_bytes_per_task": s.average_bytes_per_task,
+            })
+        })
+        .collect();
+    out["decided_parallelism"] = Value::Object(decided);
+    out["bytes_per_task"] = Value::Object(per_task);
+    out["skewed_subpartitions"] = json!({
+        "count": adaptive.skewed_subpartitions.len(),
+        "largest": largest,
+    });
+    out["skew_splits"] = adaptive
+        .skew_splits
+        .iter()
+        .map(|s| {
+            json!({"vertex": s.vertex, "subpartition": s.subpartition, "bytes": s.bytes,
+                   "pieces": s.pieces})
+        })
+        .collect();
+}
+
+/// Skewed subpartitions listed in the report (the largest); all are counted.
+const SKEWED_LISTED: usize = 5;
+
+/// The report of a run, everything but the blob server's figures.
+fn report_json(
+    name: &str,
+    total: u64,
+    report: &sim::SimulationReport,
+    options: &RunOptions,
+    phases: &Phases,
+) -> Value {
+    let Phases {
+        start,
+        parsed,
+        built,
+        regions_done,
+        done,
+    } = *phases;
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
 
     let fetches: u64 = report
         .task_managers
@@ -138,8 +313,8 @@ pub(crate) fn run(
         .sum();
     let hits: u64 = report.task_managers.iter().map(|(_, s)| s.cache_hits).sum();
     let simulation_ms = ms(report.run_wall);
-    let mut out = json!({
-        "job": graph.job_graph().name(),
+    json!({
+        "job": name,
         "status": report.status.as_str(),
         "failure_reason": report.failure_reason,
         "wall_ms": {
@@ -184,7 +359,16 @@ pub(crate) fn run(
             "task_manager_losses": report.faults_injected.2,
             "blob_server_restarts": report.faults_injected.3,
         },
-    });
+    })
+}
+
+/// Adds the blob server's figures, writes the report, and maps the job's end to the exit code.
+fn finish(
+    mut out: Value,
+    report: sim::SimulationReport,
+    blob_report: &dyn Fn() -> Value,
+    format: Format,
+) -> Result<(), Failure> {
     out["blob_server"] = blob_report();
     let text = match format {
         Format::Json => {
@@ -266,6 +450,48 @@ fn render(r: &Value) -> String {
         r["trace_digest"].as_str().unwrap_or(""),
         r["seed"]
     );
+    if let Some(reason) = r["undecided_at_estimate"].as_str() {
+        let _ = writeln!(s, "  undecided vertices   run at the estimate: {reason}");
+    }
+    if let Some(decided) = r["decided_parallelism"].as_object() {
+        let list: Vec<String> = decided.iter().map(|(id, p)| format!("{id} {p}")).collect();
+        let _ = writeln!(s, "  decided parallelism  {}", list.join(", "));
+        if let Some(per_task) = r["bytes_per_task"].as_object() {
+            for (id, b) in per_task {
+                let _ = writeln!(
+                    s,
+                    "  bytes per task       {id}: min {}, median {}, max {} (max / median {:.2})",
+                    n(&b["min"]),
+                    n(&b["median"]),
+                    n(&b["max"]),
+                    f(&b["max_over_median"])
+                );
+            }
+        }
+        for k in r["skew_splits"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                s,
+                "  skew split           {} #{}: {} bytes read by {} subtasks",
+                k["vertex"].as_str().unwrap_or(""),
+                k["subpartition"],
+                n(&k["bytes"]),
+                k["pieces"]
+            );
+        }
+        let skewed = &r["skewed_subpartitions"];
+        let _ = writeln!(s, "  skewed subpartitions {}", n(&skewed["count"]));
+        for k in skewed["largest"].as_array().into_iter().flatten() {
+            let _ = writeln!(
+                s,
+                "                       {} <- {} #{}: {} bytes, {:.1} x the average per task",
+                k["vertex"].as_str().unwrap_or(""),
+                k["producer"].as_str().unwrap_or(""),
+                k["subpartition"],
+                n(&k["bytes"]),
+                f(&k["bytes"]) / f(&k["average_bytes_per_task"]).max(1.0)
+            );
+        }
+    }
     let fi = &r["faults_injected"];
     let _ = writeln!(s, "  faults injected      {} task failure(s), {} partition-not-found, {} TaskManager loss(es), {} blob server restart(s)", n(&fi["task_failures"]), n(&fi["partition_not_found"]), n(&fi["task_manager_losses"]), n(&fi["blob_server_restarts"]));
     s

@@ -210,6 +210,39 @@ impl TaskDeploymentDescriptorFactory {
         Ok(factory)
     }
 
+    /// A job vertex was initialised at run time (adaptive batch): its task information is
+    /// serialised again with the parallelism `graph` (the grown graph) gives it. O(1) plus the
+    /// encoding.
+    ///
+    /// # Errors
+    /// [`DeployError::Wire`] only on a bug.
+    pub fn on_vertex_initialized(
+        &mut self,
+        graph: &ExecutionGraph,
+        job_vertex: conflux_graph::JobVertexIndex,
+    ) -> Result<(), DeployError> {
+        let job = graph.job_graph();
+        if self.task_information.len() <= job_vertex.idx() {
+            // A factory for groups only keeps no task information.
+            return Ok(());
+        }
+        let v = job.vertex(job_vertex);
+        let info = TaskInformation {
+            job_vertex_id: job.vertex_id(job_vertex).to_owned(),
+            parallelism: graph.parallelism_of(job_vertex),
+            max_parallelism: v.max_parallelism,
+            slot_sharing_group: job.slot_sharing_group(job_vertex).to_owned(),
+            operators: job
+                .operators(job_vertex)
+                .iter()
+                .map(|o| o.name.clone())
+                .collect(),
+        };
+        let (bytes, _) = wire::encode(PayloadKind::TaskInformation, &info)?;
+        self.task_information[job_vertex.idx()] = self.maybe_offload_information(bytes);
+        Ok(())
+    }
+
     /// A factory that only prepares shuffle descriptor groups ([`prepare_group`](Self::prepare_group),
     /// [`cached`](Self::cached), [`on_group_released`](Self::on_group_released)), for reports
     /// that size descriptors without deploying: it serialises no job or task information, so it

@@ -143,6 +143,15 @@ impl<I: Idx, T> IndexVec<I, T> {
         self.raw.fill(value);
     }
 
+    /// Grows (or shrinks) to `n` elements, new ones `value` (an array growing with a dynamic
+    /// execution graph). O(elements added).
+    pub fn resize(&mut self, n: usize, value: T)
+    where
+        T: Clone,
+    {
+        self.raw.resize(n, value);
+    }
+
     /// The allocated capacity, in elements (for heap accounting).
     pub fn capacity(&self) -> usize {
         self.raw.capacity()

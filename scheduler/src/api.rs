@@ -3,7 +3,7 @@
 
 use conflux_deploy::{AllocationId, ExecutionAttemptId, TaskManagerId, TaskManagerLocation};
 use conflux_graph::{
-    ConsumedPartitionGroupId, ExecutionVertexIndex, IntermediateResultPartitionId,
+    ConsumedPartitionGroupId, ExecutionVertexIndex, IntermediateResultPartitionId, JobVertexIndex,
     PipelinedRegionIndex,
 };
 
@@ -141,6 +141,15 @@ pub enum Event {
     TaskRunning(ExecutionAttemptId),
     /// An attempt finished.
     TaskFinished(ExecutionAttemptId),
+    /// An attempt finished and reports the bytes it wrote (adaptive batch): one entry per data
+    /// set the vertex produces, in [`produced_data_sets`] order, each the bytes per subpartition
+    /// (as many as [`Scheduler::subpartitions_of`] says) or empty (not reported: counted as no
+    /// bytes). Entries of results no run-time decision reads are ignored. Otherwise as
+    /// [`TaskFinished`](Self::TaskFinished).
+    ///
+    /// [`produced_data_sets`]: conflux_graph::JobGraph::produced_data_sets
+    /// [`Scheduler::subpartitions_of`]: crate::Scheduler::subpartitions_of
+    TaskFinishedWithBytes(ExecutionAttemptId, Vec<Vec<u64>>),
     /// An attempt failed.
     TaskFailed(ExecutionAttemptId, FailureCause),
     /// These partitions are known lost (before a failover decision).
@@ -179,6 +188,17 @@ pub enum Command {
         group: ConsumedPartitionGroupId,
         /// Partitions no group needs any more.
         partitions: Vec<IntermediateResultPartitionId>,
+    },
+    /// A job vertex of undecided (or late) parallelism was initialised at run time (adaptive
+    /// batch): the graph grew by `parallelism` subtasks of it, with their partitions, groups and
+    /// regions (append-only: every earlier index stays). Descriptor factories refresh the
+    /// vertex's task information ([`Scheduler::graph`](crate::Scheduler::graph) is the grown
+    /// graph).
+    JobVertexInitialized {
+        /// The job vertex.
+        job_vertex: JobVertexIndex,
+        /// Its subtasks.
+        parallelism: u32,
     },
     /// The job's status changed.
     JobStatus {
@@ -224,6 +244,14 @@ pub enum SchedulerError {
     /// An unknown TaskManager.
     #[error("unknown TaskManager {0}")]
     UnknownTaskManager(TaskManagerId),
+    /// A finished attempt's byte report does not fit what its vertex produces.
+    #[error("{vertex}: bad produced bytes: {reason}")]
+    ProducedBytes {
+        /// The vertex, e.g. `A#0`.
+        vertex: String,
+        /// What does not fit.
+        reason: String,
+    },
     /// A bug: a region was scheduled while not all its vertices were CREATED.
     #[error("bug: trying to schedule region {} which is not in CREATED state", .0 .0)]
     RegionNotCreated(PipelinedRegionIndex),

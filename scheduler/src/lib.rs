@@ -12,6 +12,7 @@
 //! scheduler's state and dispatch, the scheduling strategy, the slot pool, partition release,
 //! failure handling over the failover strategy and the restart back-off, and the trace digest.
 
+mod adaptive;
 pub mod api;
 mod continuation;
 mod failover_strategy;
@@ -24,6 +25,7 @@ mod slot_assignment;
 mod slot_pool;
 mod trace;
 
+pub use adaptive::{AdaptiveError, VertexDecision};
 pub use api::{
     Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError,
     DEFAULT_SLOT_REQUEST_TIMEOUT_MS, DEFAULT_WORK_BUDGET,

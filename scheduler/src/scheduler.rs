@@ -19,6 +19,7 @@ use conflux_graph::{
     IntermediateResultPartitionId, PartitionIndex, PipelinedRegionIndex, PipelinedRegions,
 };
 
+use crate::adaptive::AdaptiveState;
 use crate::api::{Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError};
 use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
 use crate::restart_backoff::{PendingRestart, RestartBackoff};
@@ -107,6 +108,10 @@ pub struct Scheduler {
     pub(crate) pending_schedule: Option<ScheduleRun>,
     /// The end of a call not yet complete (serving the slot queue, deploying).
     pub(crate) pending_finish: Option<FinishRun>,
+
+    /// Adaptive batch (`adaptive.rs`): what decides and grows a dynamic graph; `None` for a
+    /// graph built whole.
+    pub(crate) adaptive: Option<Box<AdaptiveState>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -199,6 +204,7 @@ impl Scheduler {
             pending_reset: None,
             pending_schedule: None,
             pending_finish: None,
+            adaptive: None,
             graph,
             regions,
         }
@@ -336,9 +342,12 @@ impl Scheduler {
             self.mix_out();
         }
         self.validate(&event)?;
+        self.validate_produced_bytes(&event)?;
         self.owed_at_ms = now_ms;
         self.events += 1;
         self.trace.mix_event(&self.graph, now_ms, &event);
+        // A finish with bytes is handled as a finish; its bytes go to the adaptive state.
+        let event = self.take_produced_bytes(event);
         // A scheduling run that is the last thing this call does is done within the budget: the
         // restarts a tick fires, or what the event itself schedules (a TaskManager loss fails
         // several tasks in turn, and is done whole).
@@ -414,6 +423,8 @@ impl Scheduler {
                 }
             }
             Event::Tick => {}
+            // Made a plain finish by `take_produced_bytes` above.
+            Event::TaskFinishedWithBytes(..) => {}
             Event::Cancel => {
                 if !self.status.is_terminal() {
                     self.terminate(JobStatus::Canceled, None);
@@ -539,9 +550,21 @@ impl Scheduler {
         self.unfinished_vertices -= 1;
         let ready_groups = self.partitions_finished(v);
         self.region_member_finished(self.regions.region_of(v));
+        // Adaptive batch: the vertices this finish made decidable are initialised first, so a
+        // job is finished only when every vertex is.
+        let grown = match self.adaptive_vertex_finished(v) {
+            Ok(grown) => grown,
+            Err(reason) => {
+                self.terminate(JobStatus::Failed, Some(reason));
+                return Ok(());
+            }
+        };
         if self.unfinished_vertices == 0 {
             self.set_status(JobStatus::Finished, None);
             return Ok(());
+        }
+        if !grown.is_empty() {
+            return self.schedule_grown(ready_groups, grown, now_ms);
         }
         self.schedule_consumers_of(ready_groups, now_ms)
     }

@@ -97,7 +97,9 @@ impl SlotPool {
                 }
             };
             widths[index] = widths[index].max(v.parallelism);
-            for _ in 0..v.parallelism {
+            // Vertices of a dynamic graph not yet initialised have no subtasks yet
+            // ([`extend`](Self::extend) adds them).
+            for _ in 0..graph.parallelism_of(j) {
                 sharing_group_of.push(conflux_graph::index_u32(index));
             }
         }
@@ -112,6 +114,32 @@ impl SlotPool {
             queue: VecDeque::new(),
             bulk_checks: VecDeque::new(),
             dirty: false,
+        }
+    }
+
+    /// Adds the subtasks of a job vertex initialised at run time (adaptive batch), which come
+    /// after every vertex the pool knows. O(V) to find its slot sharing group's number (groups
+    /// are numbered by first appearance, as in [`new`](Self::new)) plus its subtasks.
+    pub(crate) fn extend(
+        &mut self,
+        graph: &ExecutionGraph,
+        job_vertex: conflux_graph::JobVertexIndex,
+    ) {
+        let job = graph.job_graph();
+        let group = job.slot_sharing_group(job_vertex);
+        let mut names: Vec<&str> = Vec::new();
+        for j in job.vertex_indices() {
+            let name = job.slot_sharing_group(j);
+            if name == group {
+                break;
+            }
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        let index = conflux_graph::index_u32(names.len());
+        for _ in 0..graph.parallelism_of(job_vertex) {
+            self.sharing_group_of.push(index);
         }
     }
 

@@ -44,6 +44,14 @@ impl TraceDigest {
             Event::TaskManagerLost(tm) => (3, u64::from(tm.0), 0),
             Event::TaskRunning(x) => (4, attempt_word(x), 0),
             Event::TaskFinished(x) => (5, attempt_word(x), 0),
+            Event::TaskFinishedWithBytes(x, bytes) => (
+                16,
+                attempt_word(x),
+                bytes
+                    .iter()
+                    .flatten()
+                    .fold(0u64, |sum, &b| sum.wrapping_add(b)),
+            ),
             Event::TaskFailed(x, c) => (
                 6,
                 attempt_word(x),
@@ -90,6 +98,14 @@ impl TraceDigest {
                 self.mix(14);
                 self.mix(u64::from(group.0));
                 self.mix(partitions.len() as u64);
+            }
+            Command::JobVertexInitialized {
+                job_vertex,
+                parallelism,
+            } => {
+                self.mix(17);
+                self.mix(u64::from(job_vertex.0));
+                self.mix(u64::from(*parallelism));
             }
             Command::JobStatus { status, .. } => {
                 self.mix(15);

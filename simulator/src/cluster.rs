@@ -24,6 +24,9 @@ use conflux_graph::{
 use rayon::prelude::*;
 
 use conflux_common::SplitMix64;
+
+use crate::adaptive_report::AdaptiveReport;
+use crate::produced_bytes::{BytesModel, ProducedBytes};
 use conflux_scheduler::{Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig};
 
 /// Where the simulated cluster's blobs live: a writer for the JobManager and one reader per
@@ -166,6 +169,8 @@ pub struct SimulationReport {
     /// Faults injected: task failures, partition-not-found failures, TaskManager losses, blob
     /// server restarts.
     pub faults_injected: (u64, u64, u64, u64),
+    /// What an adaptive run ([`simulate_adaptive`]) decided; `None` for a graph built whole.
+    pub adaptive: Option<AdaptiveReport>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -248,10 +253,47 @@ pub fn simulate(
     blobs: &dyn BlobEnvironment,
     observer: &mut dyn Observer,
 ) -> Result<SimulationReport, String> {
+    let scheduler = Scheduler::new(graph, regions, config.scheduler);
+    run(scheduler, None, config, blobs, observer)
+}
+
+/// Runs a job whose undecided vertices (`-1`) are decided at run time (adaptive batch, Flink
+/// 1.20's rules with `options`): tasks report the bytes `bytes` gives them, the scheduler grows
+/// the graph as vertices are decided, and the report says what was decided
+/// ([`SimulationReport::adaptive`]).
+///
+/// # Errors
+/// As [`simulate`]; and a message naming the vertex when the job cannot grow at run time (a
+/// pipelined edge or co-location group after the first undecided vertex) or the options are
+/// out of range.
+pub fn simulate_adaptive(
+    job: conflux_graph::JobGraph,
+    options: conflux_adaptive::BatchExecutionOptions,
+    bytes: BytesModel,
+    config: &SimulationConfig,
+    blobs: &dyn BlobEnvironment,
+    observer: &mut dyn Observer,
+) -> Result<SimulationReport, String> {
+    let scheduler =
+        Scheduler::new_adaptive(job, options, config.scheduler).map_err(|e| e.to_string())?;
+    let bytes = ProducedBytes::new(scheduler.graph(), bytes, config.seed);
+    run(scheduler, Some(bytes), config, blobs, observer)
+}
+
+/// The simulation loop over a scheduler; `bytes`: tasks report produced bytes (adaptive).
+/// The scheduler owns the graph: the loop takes it from [`Scheduler::graph`] after each call
+/// and drops it before the next, so a growing graph is never copied.
+fn run(
+    mut scheduler: Scheduler,
+    mut bytes: Option<ProducedBytes>,
+    config: &SimulationConfig,
+    blobs: &dyn BlobEnvironment,
+    observer: &mut dyn Observer,
+) -> Result<SimulationReport, String> {
     let started = Instant::now();
     let mut rng = SplitMix64::new(config.seed);
-    let mut scheduler = Scheduler::new(Arc::clone(&graph), Arc::clone(&regions), config.scheduler);
     let job_id = job_id_of(config.seed);
+    let graph = Arc::clone(scheduler.graph());
     let mut factory =
         TaskDeploymentDescriptorFactory::new(&graph, job_id, config.deployment, blobs.writer())
             .map_err(|e| e.to_string())?;
@@ -302,8 +344,10 @@ pub fn simulate(
         deployment: DeploymentStats::default(),
         task_managers: Vec::new(),
         faults_injected: (0, 0, 0, 0),
+        adaptive: None,
     };
-    let total = u64::from(graph.num_execution_vertices());
+    let mut total = u64::from(graph.num_execution_vertices());
+    drop(graph);
     let mut finished = 0u64;
     let mut now = 0u64;
     let mut tick_at: Option<u64> = None;
@@ -334,9 +378,20 @@ pub fn simulate(
                 commands.extend(more);
             }
             observer.on_handled(now, &observed, &commands, &scheduler);
+            // Taken after the calls and dropped before the next: the scheduler may grow it.
+            let graph = Arc::clone(scheduler.graph());
             let mut deploys = Vec::new();
             for c in commands {
                 match c {
+                    Command::JobVertexInitialized {
+                        job_vertex,
+                        parallelism,
+                    } => {
+                        total += u64::from(parallelism);
+                        factory
+                            .on_vertex_initialized(&graph, job_vertex)
+                            .map_err(|e| e.to_string())?;
+                    }
                     Command::Deploy { tasks, .. } => deploys.extend(tasks),
                     Command::ResetVertices(vertices) => {
                         for v in vertices {
@@ -482,11 +537,19 @@ pub fn simulate(
         match e {
             SimEvent::Running(a) => events.push(Event::TaskRunning(a)),
             SimEvent::Finished(a) => {
-                if scheduler.attempt(ExecutionVertexIndex(a.vertex)) == a {
+                let v = ExecutionVertexIndex(a.vertex);
+                if scheduler.attempt(v) == a {
                     finished += 1;
                     observer.on_progress(finished.min(total), total);
                 }
-                events.push(Event::TaskFinished(a));
+                let report = bytes.as_mut().and_then(|b| {
+                    let id = scheduler.graph().execution_vertex_id(v);
+                    b.report(&scheduler, id.job_vertex, id.subtask)
+                });
+                events.push(match report {
+                    Some(report) => Event::TaskFinishedWithBytes(a, report),
+                    None => Event::TaskFinished(a),
+                });
             }
             SimEvent::Failed(a, partition) => events.push(Event::TaskFailed(
                 a,
@@ -530,6 +593,9 @@ pub fn simulate(
     for side in tm_side.values_mut() {
         side.cache.clear_job(job_id);
     }
+    report.adaptive = bytes
+        .as_ref()
+        .map(|b| AdaptiveReport::collect(&scheduler, b));
     report.status = scheduler.status();
     report.failure_reason = scheduler.failure_reason().map(str::to_owned);
     report.restarts = scheduler.restarts();

@@ -8,10 +8,17 @@
 //!
 //! Both are deterministic: the same seed or script gives the same scheduler trace.
 
+mod adaptive_report;
 pub mod cluster;
+mod produced_bytes;
 pub mod script;
 
+pub use adaptive_report::{
+    AdaptiveReport, BytesPerTask, SkewSplitReport, SkewedSubpartitionReport,
+};
+pub use produced_bytes::{BytesModel, DEFAULT_SOURCE_BYTES};
+
 pub use cluster::{
-    job_id_of, simulate, slot_demand, BlobEnvironment, Faults, MemoryBlobEnvironment, Observer,
-    SimulationConfig, SimulationReport, TaskManagerStats,
+    job_id_of, simulate, simulate_adaptive, slot_demand, BlobEnvironment, Faults,
+    MemoryBlobEnvironment, Observer, SimulationConfig, SimulationReport, TaskManagerStats,
 };

@@ -1,5 +1,6 @@
 //! End-to-end tests of the `conflux` binary, one test binary with a module per command family.
 
+mod adaptive;
 mod checkpoint;
 // A panic is the wanted failure in these tests.
 #[allow(clippy::unwrap_used)]

@@ -551,6 +551,8 @@ impl JobRun<'_> {
                 }
                 Command::JobStatus { status, .. } if status.is_terminal() => self.factory.clear(),
                 Command::Restart(_) | Command::JobStatus { .. } => {}
+                // The runtime runs undecided vertices at their estimate: its graphs never grow.
+                Command::JobVertexInitialized { .. } => {}
             }
         }
         for failure in self.factory.take_blob_failures() {

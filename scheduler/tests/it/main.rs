@@ -3,6 +3,7 @@
 // Test graphs are tiny: index casts cannot truncate.
 #![allow(clippy::cast_possible_truncation)]
 
+mod adaptive;
 mod budget;
 mod events;
 mod failover_reference;

@@ -3,6 +3,7 @@
 // Test graphs are tiny: index casts cannot truncate.
 #![allow(clippy::cast_possible_truncation)]
 
+mod adaptive;
 mod flink_semantics;
 mod replay;
 mod simulation;

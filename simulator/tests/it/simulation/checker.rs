@@ -228,6 +228,13 @@ impl<'a> Checker<'a> {
                         }
                     }
                 }
+                // The seeded jobs are built whole (no undecided vertex): nothing may grow.
+                Command::JobVertexInitialized { .. } => {
+                    return Err(Violation::new(
+                        "model",
+                        "a graph built whole grew".to_owned(),
+                    ));
+                }
                 Command::JobStatus { status, .. } => {
                     self.status = *status;
                     if *status == JobStatus::Failed {

@@ -1,0 +1,564 @@
+//! Adaptive batch scheduling on a growing graph, as Flink 1.20's `AdaptiveBatchScheduler`: a
+//! job vertex of undecided parallelism (`-1`) gets its parallelism when all its producers have
+//! finished, from the bytes they wrote, and only then has subtasks.
+//!
+//! The scheduler owns the graph and its regions. A job's dynamic suffix (from the first
+//! undecided vertex with inputs, [`first_dynamic_vertex`]) starts uninitialised; each time a
+//! task finishes, the next uninitialised vertex is initialised if every producer partition it
+//! reads has reported its bytes: the decider ([`decide_parallelism_and_input_infos`]) picks its
+//! parallelism from the per-subpartition sums ([`ResultBytes`], kept as producers finish, never
+//! a producer x subpartition matrix), the graph, the regions, the scheduling topology, the slot
+//! pool and every per-vertex, per-partition, per-group and per-region array grow at their end
+//! (append-only: no index changes, nothing is rebuilt), and the new regions are scheduling
+//! candidates at once. Several vertices may be initialised in one call (a fixed vertex or a
+//! source right behind). A graph built whole never gets here: its scheduler has no adaptive
+//! state, and the only cost on its path is one `Option` check per finished task.
+
+use std::sync::Arc;
+
+use conflux_adaptive::{
+    decide_parallelism_and_input_infos, split_skewed_subpartitions, BatchExecutionOptions,
+    ConsumedInput, DecideError, ExecutionVertexInputInfo, ResultBytes, SkewedSubpartition,
+    SplitSubpartition, VertexToDecide,
+};
+use conflux_deploy::{ExecutionAttemptId, ExecutionState};
+use conflux_graph::dynamic::first_dynamic_vertex;
+use conflux_graph::{
+    index_u32, ConsumedPartitionGroupId, DistributionPattern, ExecutionGraph, ExecutionVertexIndex,
+    GraphError, IntermediateDataSetIndex, IntermediateResultPartitionId, JobGraph, JobVertexIndex,
+    PipelinedRegionIndex, PipelinedRegions, ShipStrategy,
+};
+
+use crate::api::{Command, Event, SchedulerConfig, SchedulerError};
+use crate::continuation::ScheduleRun;
+use crate::scheduler::Scheduler;
+use crate::slot_pool::NO_REQUEST;
+
+/// Why an adaptive scheduler could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum AdaptiveError {
+    /// The job cannot grow at run time (a pipelined edge or a co-location group in its dynamic
+    /// suffix, names the vertex), or its graph does not fit the indices.
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    /// The batch options are out of range.
+    #[error("{0}")]
+    Options(#[from] DecideError),
+}
+
+/// What was decided for one job vertex at run time: an undecided source when the scheduler is
+/// built, every vertex of the dynamic suffix when its inputs are complete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VertexDecision {
+    /// The job vertex.
+    pub job_vertex: JobVertexIndex,
+    /// Its parallelism: decided from bytes when [`undecided`](Self::undecided), else the job
+    /// graph's.
+    pub parallelism: u32,
+    /// Whether the job graph left the parallelism to the run (`-1`).
+    pub undecided: bool,
+    /// Per subtask, the bytes it reads over all inputs (subpartition ranges of ALL_TO_ALL inputs
+    /// exactly; POINTWISE inputs as their share of the partitions read). Empty for a source.
+    pub bytes_per_task: Vec<u64>,
+    /// Per input (in input order), per subtask, what it reads (Flink's
+    /// `ExecutionVertexInputInfo`). Empty for a source.
+    pub input_infos: Vec<Vec<ExecutionVertexInputInfo>>,
+    /// Subpartitions far above their input's average bytes per subtask (beyond Flink; see
+    /// [`conflux_adaptive::SKEW_FACTOR`]).
+    pub skewed_subpartitions: Vec<SkewedSubpartition>,
+    /// Subpartitions split across several subtasks (a `skew_splittable` vertex; see
+    /// [`split_skewed_subpartitions`]); the parallelism counts the pieces.
+    pub split_subpartitions: Vec<SplitSubpartition>,
+}
+
+/// The adaptive part of a scheduler's state.
+#[derive(Debug)]
+pub(crate) struct AdaptiveState {
+    options: BatchExecutionOptions,
+    /// The first vertex initialised at run time.
+    first_dynamic: Option<JobVertexIndex>,
+    /// Per data set: its subpartitions per partition when a run-time decision reads it (0: no
+    /// decision does, or its producer is not initialised).
+    subpartitions: Vec<u32>,
+    /// Per data set read by a run-time decision: bytes per subpartition so far.
+    results: Vec<Option<ResultBytes>>,
+    decisions: Vec<VertexDecision>,
+    /// The bytes of the finish being handled: (attempt, per produced data set).
+    pending_bytes: Option<(ExecutionAttemptId, Vec<Vec<u64>>)>,
+}
+
+/// A vertex's own max parallelism as the decider sees it: an undecided vertex without an
+/// explicit one gets the options' `max-parallelism` (as Flink's adaptive batch scheduler
+/// defaults it), others their job graph's.
+fn vertex_max(job: &JobGraph, j: JobVertexIndex, options: &BatchExecutionOptions) -> u32 {
+    let v = job.vertex(j);
+    if v.undecided && !v.max_parallelism_configured {
+        options.max_parallelism
+    } else {
+        u32::try_from(v.max_parallelism).unwrap_or(u32::MAX)
+    }
+}
+
+/// Whether a job edge is a broadcast (every consumer reads every record).
+fn is_broadcast(job: &JobGraph, edge: conflux_graph::JobEdgeIndex) -> bool {
+    job.edge(edge)
+        .ship_strategy
+        .as_deref()
+        .is_some_and(|s| ShipStrategy::parse(s) == ShipStrategy::Broadcast)
+}
+
+impl Scheduler {
+    /// A scheduler that decides undecided vertices (`-1`) at run time (adaptive batch), from a
+    /// job graph: undecided sources get [`BatchExecutionOptions::source_parallelism`] now, the
+    /// dynamic suffix ([`first_dynamic_vertex`]) stays uninitialised until its inputs are
+    /// complete. A job without undecided vertices runs as [`Scheduler::new`] would. O(V + E +
+    /// N of the initialised prefix).
+    ///
+    /// # Errors
+    /// [`AdaptiveError::Options`] for options out of range; [`AdaptiveError::Graph`] when the
+    /// dynamic suffix has a pipelined edge or a co-location group (naming the vertex: fix the
+    /// undecided vertices at their estimate instead, [`JobGraph::fix_undecided`]) or the graph
+    /// does not fit the indices.
+    pub fn new_adaptive(
+        job: JobGraph,
+        options: BatchExecutionOptions,
+        config: SchedulerConfig,
+    ) -> Result<Scheduler, AdaptiveError> {
+        options.validate()?;
+        let first_dynamic = first_dynamic_vertex(&job)?;
+        let prefix = first_dynamic.map_or(job.vertices().len(), JobVertexIndex::idx);
+        let mut decisions = Vec::new();
+        let parallelisms: Vec<u32> = (0..prefix)
+            .map(|j| {
+                let j = JobVertexIndex(index_u32(j));
+                let v = job.vertex(j);
+                if !v.undecided {
+                    return v.parallelism;
+                }
+                // Only sources are undecided before the dynamic suffix.
+                let parallelism = options.source_parallelism(vertex_max(&job, j, &options));
+                decisions.push(VertexDecision {
+                    job_vertex: j,
+                    parallelism,
+                    undecided: true,
+                    bytes_per_task: Vec::new(),
+                    input_infos: Vec::new(),
+                    skewed_subpartitions: Vec::new(),
+                    split_subpartitions: Vec::new(),
+                });
+                parallelism
+            })
+            .collect();
+        let data_sets = job.data_sets().len();
+        let graph = ExecutionGraph::build_partial(job, &parallelisms)?;
+        let regions = PipelinedRegions::compute(&graph)?;
+        let mut scheduler = Scheduler::new(Arc::new(graph), Arc::new(regions), config);
+        let mut state = AdaptiveState {
+            options,
+            first_dynamic,
+            subpartitions: vec![0; data_sets],
+            results: vec![None; data_sets],
+            decisions,
+            pending_bytes: None,
+        };
+        for j in 0..prefix {
+            state.track_results_of(&scheduler.graph, JobVertexIndex(index_u32(j)));
+        }
+        scheduler.adaptive = Some(Box::new(state));
+        Ok(scheduler)
+    }
+
+    /// Whether this scheduler decides parallelism at run time ([`new_adaptive`](Self::new_adaptive)).
+    pub fn is_adaptive(&self) -> bool {
+        self.adaptive.is_some()
+    }
+
+    /// The subpartitions per partition of a data set whose bytes a run-time decision reads: how
+    /// many entries a producer reports for it in [`Event::TaskFinishedWithBytes`]. `None` when
+    /// no decision reads it (or its producer is not initialised yet). O(1).
+    pub fn subpartitions_of(&self, result: IntermediateDataSetIndex) -> Option<u32> {
+        let s = *self.adaptive.as_ref()?.subpartitions.get(result.idx())?;
+        (s > 0).then_some(s)
+    }
+
+    /// The bytes per subpartition a data set's producers reported so far (summed), when a
+    /// run-time decision reads it.
+    pub fn produced_bytes(&self, result: IntermediateDataSetIndex) -> Option<&[u64]> {
+        self.adaptive
+            .as_ref()?
+            .results
+            .get(result.idx())?
+            .as_ref()
+            .map(ResultBytes::bytes_per_subpartition)
+    }
+
+    /// What was decided at run time so far, in the order it was decided (empty for a
+    /// scheduler from [`new`](Self::new)).
+    pub fn decisions(&self) -> &[VertexDecision] {
+        self.adaptive.as_ref().map_or(&[], |a| &a.decisions)
+    }
+
+    /// Checks a byte report before anything changes: one entry per produced data set, each
+    /// empty or of the data set's subpartition count.
+    pub(crate) fn validate_produced_bytes(&self, event: &Event) -> Result<(), SchedulerError> {
+        let (Event::TaskFinishedWithBytes(a, bytes), Some(state)) = (event, &self.adaptive) else {
+            return Ok(());
+        };
+        if !self.is_current(*a) {
+            return Ok(());
+        }
+        let v = ExecutionVertexIndex(a.vertex);
+        // As a plain finish: a never-deployed attempt cannot finish.
+        let vertex_state = self.state[v];
+        if matches!(
+            vertex_state,
+            ExecutionState::Created | ExecutionState::Scheduled
+        ) {
+            return Err(SchedulerError::InvalidTransition {
+                vertex: self.graph.execution_vertex_name(v),
+                action: "finish",
+                state: vertex_state.as_str(),
+            });
+        }
+        let id = self.graph.execution_vertex_id(v);
+        let produced = self.graph.job_graph().produced_data_sets(id.job_vertex);
+        let bad = |reason: String| SchedulerError::ProducedBytes {
+            vertex: self.graph.execution_vertex_name(v),
+            reason,
+        };
+        if bytes.len() != produced.len() {
+            return Err(bad(format!(
+                "{} entries for {} produced data sets",
+                bytes.len(),
+                produced.len()
+            )));
+        }
+        for (entry, &d) in bytes.iter().zip(produced) {
+            let expected = state.subpartitions[d.idx()] as usize;
+            if expected > 0 && !entry.is_empty() && entry.len() != expected {
+                return Err(bad(format!(
+                    "{} subpartitions reported for data set {}, it has {expected}",
+                    entry.len(),
+                    d.0
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A finish with bytes becomes a plain finish; its bytes are kept for
+    /// [`adaptive_vertex_finished`](Self::adaptive_vertex_finished). Other events pass.
+    pub(crate) fn take_produced_bytes(&mut self, event: Event) -> Event {
+        match event {
+            Event::TaskFinishedWithBytes(a, bytes) => {
+                if let Some(state) = self.adaptive.as_mut() {
+                    state.pending_bytes = Some((a, bytes));
+                }
+                Event::TaskFinished(a)
+            }
+            event => event,
+        }
+    }
+
+    /// `v` finished: its bytes count toward the results decisions read, and every vertex that
+    /// became decidable is initialised. Returns the new regions (scheduling candidates).
+    ///
+    /// # Errors
+    /// Why a decision or the growth failed (the job fails with it).
+    pub(crate) fn adaptive_vertex_finished(
+        &mut self,
+        v: ExecutionVertexIndex,
+    ) -> Result<Vec<PipelinedRegionIndex>, String> {
+        let Some(mut state) = self.adaptive.take() else {
+            return Ok(Vec::new());
+        };
+        let grown = self.record_and_grow(&mut state, v);
+        self.adaptive = Some(state);
+        grown
+    }
+
+    fn record_and_grow(
+        &mut self,
+        state: &mut AdaptiveState,
+        v: ExecutionVertexIndex,
+    ) -> Result<Vec<PipelinedRegionIndex>, String> {
+        let attempt = self.attempt(v);
+        let bytes = state
+            .pending_bytes
+            .take()
+            .filter(|(a, _)| *a == attempt)
+            .map(|(_, b)| b);
+        let id = self.graph.execution_vertex_id(v);
+        let produced = self.graph.job_graph().produced_data_sets(id.job_vertex);
+        for (i, &d) in produced.iter().enumerate() {
+            let Some(result) = state.results[d.idx()].as_mut() else {
+                continue;
+            };
+            let reported = bytes
+                .as_ref()
+                .and_then(|b| b.get(i))
+                .filter(|b| !b.is_empty());
+            let added = match reported {
+                Some(b) => result.add(id.subtask, b),
+                // Not reported: no bytes (a runtime that does not measure them).
+                None => result.add(id.subtask, &vec![0; state.subpartitions[d.idx()] as usize]),
+            };
+            added.map_err(|e| format!("{}: {e}", self.graph.execution_vertex_name(v)))?;
+        }
+
+        let mut new_regions = Vec::new();
+        while let Some(j) = self.graph.next_uninitialized() {
+            let Some(decision) = state.decide(&self.graph, j) else {
+                break;
+            };
+            let decision = decision.map_err(|e| {
+                format!(
+                    "deciding the parallelism of {}: {e}",
+                    self.graph.job_graph().vertex_id(j)
+                )
+            })?;
+            let regions = self
+                .grow(decision.parallelism)
+                .map_err(|e| format!("bug: growing the execution graph: {e}"))?;
+            new_regions.extend(regions);
+            state.track_results_of(&self.graph, j);
+            state.decisions.push(decision);
+        }
+        Ok(new_regions)
+    }
+
+    /// Initialises the next job vertex with `parallelism` subtasks and grows every structure of
+    /// the scheduler with it; returns its regions. O(its subtasks x inputs + the partitions of
+    /// its groups).
+    fn grow(&mut self, parallelism: u32) -> Result<Vec<PipelinedRegionIndex>, GraphError> {
+        let old_groups = self.graph.num_groups() as usize;
+        let old_regions = self.regions.len();
+        // The scheduler is the graph's only owner while it runs (a driver takes it from
+        // `graph()` after each call), so this does not copy; if a caller kept a clone, that
+        // clone stays as it was.
+        let j = Arc::make_mut(&mut self.graph).initialize_next(parallelism)?;
+        Arc::make_mut(&mut self.regions).extend(&self.graph, j)?;
+        let graph = Arc::clone(&self.graph);
+        let regions = Arc::clone(&self.regions);
+
+        let n = graph.num_execution_vertices() as usize;
+        self.state.resize(n, ExecutionState::Created);
+        self.attempt.resize(n, 0);
+        self.allocation.resize(n, None);
+        self.location.resize(n, None);
+        self.unfinished_vertices += parallelism;
+        self.slots.extend(&graph, j);
+
+        let partitions = graph.num_partitions() as usize;
+        self.data_produced.resize(partitions, false);
+        self.lost.resize(partitions, false);
+        self.released.resize(partitions, false);
+
+        let groups = graph.num_groups() as usize;
+        self.unfinished_partitions.resize(groups, 0);
+        self.unfinished_consumer_regions.resize(groups, 0);
+        self.group_released.resize(groups, false);
+        self.group_round.resize(groups, u32::MAX);
+        self.group_consumable.resize(groups, false);
+        self.group_visited_round.resize(groups, u32::MAX);
+        for g in old_groups..groups {
+            let g = ConsumedPartitionGroupId(index_u32(g));
+            let group = graph.consumed_partition_group(g);
+            // A producer restarted since it reported its bytes has not produced again yet.
+            self.unfinished_partitions[g] = if group
+                .result_partition_type
+                .is_blocking_or_blocking_persistent()
+            {
+                index_u32(
+                    group
+                        .partitions
+                        .filter(|&p| {
+                            let id = IntermediateResultPartitionId {
+                                result: group.result,
+                                partition: p,
+                            };
+                            !self.data_produced[graph.partition_index(id)]
+                        })
+                        .count(),
+                )
+            } else {
+                group.partitions.end - group.partitions.start
+            };
+        }
+
+        self.topology.extend(&graph, &regions, j, old_regions);
+        let new_regions: Vec<PipelinedRegionIndex> = (old_regions..regions.len())
+            .map(|r| PipelinedRegionIndex(index_u32(r)))
+            .collect();
+        let total = regions.len();
+        self.scheduled.resize(total, false);
+        self.chosen.resize(total, false);
+        self.missing_slots.resize(total, NO_REQUEST);
+        self.request_epoch.resize(total, 0);
+        for &r in &new_regions {
+            self.region_unfinished
+                .push(index_u32(regions.member_indices(r).len()));
+            for g in self
+                .topology
+                .non_pipelined_consumed_groups(r)
+                .collect::<Vec<_>>()
+            {
+                self.unfinished_consumer_regions[g] += 1;
+            }
+        }
+        self.out.push(Command::JobVertexInitialized {
+            job_vertex: j,
+            parallelism,
+        });
+        Ok(new_regions)
+    }
+
+    /// Schedules the consumers of `ready_groups` (as
+    /// [`schedule_consumers_of`](Self::schedule_consumers_of)) and the regions of vertices just
+    /// initialised, in one run.
+    pub(crate) fn schedule_grown(
+        &mut self,
+        ready_groups: Vec<ConsumedPartitionGroupId>,
+        grown: Vec<PipelinedRegionIndex>,
+        now_ms: u64,
+    ) -> Result<(), SchedulerError> {
+        let mut groups = Vec::new();
+        self.round = self.round.wrapping_add(1);
+        for g in ready_groups {
+            if self.group_visited_round[g] == self.round {
+                continue;
+            }
+            self.group_visited_round[g] = self.round;
+            groups.push(g);
+        }
+        let mut run = ScheduleRun::of_groups(groups, now_ms);
+        run.candidates = grown;
+        self.maybe_schedule_regions(run)
+    }
+}
+
+impl AdaptiveState {
+    /// Starts summing the bytes of the data sets `j` (just initialised) produces that a
+    /// run-time decision reads: those consumed by a vertex of the dynamic suffix.
+    fn track_results_of(&mut self, graph: &ExecutionGraph, j: JobVertexIndex) {
+        let Some(first) = self.first_dynamic else {
+            return;
+        };
+        let job = graph.job_graph();
+        let producers = graph.parallelism_of(j);
+        for &d in job.produced_data_sets(j) {
+            let Some(&e) = job
+                .data_set(d)
+                .consumers
+                .iter()
+                .find(|&&e| job.edge(e).target >= first)
+            else {
+                continue;
+            };
+            let edge = job.edge(e);
+            let consumer = job.vertex(edge.target);
+            // As Flink's dynamic graphs: an undecided consumer's producers write as many
+            // subpartitions as it may ever have subtasks (ALL_TO_ALL), or their share of them
+            // (POINTWISE); a broadcast result writes one.
+            let width = if consumer.undecided {
+                vertex_max(job, edge.target, &self.options)
+            } else {
+                consumer.parallelism
+            };
+            let subpartitions = if is_broadcast(job, e) {
+                1
+            } else {
+                match edge.distribution_pattern {
+                    DistributionPattern::AllToAll => width,
+                    DistributionPattern::Pointwise => width.div_ceil(producers.max(1)),
+                }
+            }
+            .max(1);
+            self.subpartitions[d.idx()] = subpartitions;
+            self.results[d.idx()] = Some(ResultBytes::new(producers, subpartitions));
+        }
+    }
+
+    /// The decision for `j`, when every input is complete (`None` otherwise). O(inputs x
+    /// subpartitions x log bytes).
+    fn decide(
+        &self,
+        graph: &ExecutionGraph,
+        j: JobVertexIndex,
+    ) -> Option<Result<VertexDecision, DecideError>> {
+        let job = graph.job_graph();
+        let mut inputs = Vec::with_capacity(job.inputs(j).len());
+        for &e in job.inputs(j) {
+            let edge = job.edge(e);
+            let result = self.results[edge.data_set.idx()].as_ref()?;
+            if !graph.is_initialized(edge.source) || !result.is_complete() {
+                return None;
+            }
+            inputs.push(result.input(edge.distribution_pattern, is_broadcast(job, e)));
+        }
+        let v = job.vertex(j);
+        let max = vertex_max(job, j, &self.options);
+        let vertex = if v.undecided {
+            VertexToDecide::undecided(max)
+        } else {
+            VertexToDecide::fixed(v.parallelism, max)
+        };
+        Some(
+            decide_parallelism_and_input_infos(&self.options, &vertex, &inputs).map(|mut d| {
+                // Beyond Flink: a skew-splittable vertex of one ALL_TO_ALL input reads a hot
+                // subpartition through several subtasks (its decided parallelism grows by the
+                // extra pieces, within its max parallelism).
+                let mut split_subpartitions = Vec::new();
+                if v.undecided && v.skew_splittable && inputs.len() == 1 {
+                    if let Some(split) = split_skewed_subpartitions(&inputs[0], d.parallelism, max)
+                    {
+                        d.parallelism = split.parallelism;
+                        d.input_infos = vec![split.input_infos];
+                        split_subpartitions = split.split;
+                    }
+                }
+                VertexDecision {
+                    job_vertex: j,
+                    parallelism: d.parallelism,
+                    undecided: v.undecided,
+                    bytes_per_task: bytes_per_task(&inputs, &d.input_infos, d.parallelism),
+                    input_infos: d.input_infos,
+                    skewed_subpartitions: d.skewed_subpartitions,
+                    split_subpartitions,
+                }
+            }),
+        )
+    }
+}
+
+/// Per subtask, the bytes it reads: the sums over its subpartition range of each input, times
+/// the share of the producer partitions it reads (all of them but for POINTWISE inputs and
+/// split subpartitions; sums over producers do not say which producer wrote what, so the share
+/// is by count). O(inputs x (subpartitions + parallelism)).
+fn bytes_per_task(
+    inputs: &[ConsumedInput<'_>],
+    infos: &[Vec<ExecutionVertexInputInfo>],
+    parallelism: u32,
+) -> Vec<u64> {
+    let mut out = vec![0u64; parallelism as usize];
+    for (input, infos) in inputs.iter().zip(infos) {
+        let mut prefix = Vec::with_capacity(input.bytes_per_subpartition.len() + 1);
+        prefix.push(0u128);
+        for &b in input.bytes_per_subpartition {
+            prefix.push(prefix.last().copied().unwrap_or(0) + u128::from(b));
+        }
+        for info in infos {
+            let range = info.subpartition_range;
+            let (start, end) = (range.start as usize, range.end as usize + 1);
+            let mut bytes = prefix.get(end).copied().unwrap_or(0) - prefix[start.min(end)];
+            if info.partition_range.len() < input.num_partitions {
+                bytes = bytes * u128::from(info.partition_range.len())
+                    / u128::from(input.num_partitions.max(1));
+            }
+            if let Some(slot) = out.get_mut(info.subtask_index as usize) {
+                *slot = slot.saturating_add(u64::try_from(bytes).unwrap_or(u64::MAX));
+            }
+        }
+    }
+    out
+}

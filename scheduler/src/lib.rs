@@ -22,6 +22,7 @@ mod scheduler;
 mod scheduling_strategy;
 mod slot_assignment;
 mod slot_pool;
+mod speculative;
 mod trace;
 
 pub use api::{
@@ -31,3 +32,4 @@ pub use api::{
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 pub use scheduler::Scheduler;
+pub use speculative::{SpeculativeExecutionOptions, SpeculativeOptionsError, SpeculativeStats};

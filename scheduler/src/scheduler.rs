@@ -24,6 +24,7 @@ use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
 use crate::restart_backoff::{PendingRestart, RestartBackoff};
 use crate::scheduling_strategy::topology::SchedulingTopology;
 use crate::slot_pool::{SlotPool, NO_REQUEST};
+use crate::speculative::SpeculativeState;
 use crate::trace::TraceDigest;
 
 /// The scheduler of one job: Flink's `DefaultScheduler` with `PipelinedRegionSchedulingStrategy`,
@@ -107,6 +108,9 @@ pub struct Scheduler {
     pub(crate) pending_schedule: Option<ScheduleRun>,
     /// The end of a call not yet complete (serving the slot queue, deploying).
     pub(crate) pending_finish: Option<FinishRun>,
+
+    /// Speculative execution (`speculative.rs`); `None` when it is off.
+    pub(crate) speculative: Option<Box<SpeculativeState>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -160,6 +164,8 @@ impl Scheduler {
         let region_unfinished = regions.sizes().collect();
         let partitions = graph.num_partitions() as usize;
         let num_regions = regions.len();
+        let speculative =
+            SpeculativeState::new(config.speculative, graph.job_graph().job_type(), n);
         Scheduler {
             topology,
             source_regions,
@@ -199,6 +205,7 @@ impl Scheduler {
             pending_reset: None,
             pending_schedule: None,
             pending_finish: None,
+            speculative,
             graph,
             regions,
         }
@@ -314,6 +321,7 @@ impl Scheduler {
             + heap_of(&self.request_epoch)
             + self.source_regions.capacity() * std::mem::size_of::<PipelinedRegionIndex>()
             + self.slots.heap_bytes()
+            + self.speculative.as_ref().map_or(0, |s| s.heap_bytes())
     }
 
     /// Applies one event at virtual time `now_ms` and returns the commands it causes. Due
@@ -343,6 +351,7 @@ impl Scheduler {
         // restarts a tick fires, or what the event itself schedules (a TaskManager loss fails
         // several tasks in turn, and is done whole).
         self.defer_schedule = matches!(event, Event::Tick);
+        self.expire_blocked_nodes(now_ms);
         self.fire_timers(now_ms)?;
         self.defer_schedule = matches!(
             event,
@@ -364,6 +373,8 @@ impl Scheduler {
                 let v = ExecutionVertexIndex(a.vertex);
                 if self.is_current(a) && self.state[v] == ExecutionState::Deploying {
                     self.state[v] = ExecutionState::Running;
+                } else {
+                    self.speculative_attempt_running(a);
                 }
             }
             Event::TaskFinished(a) => {
@@ -378,6 +389,8 @@ impl Scheduler {
                     )
                 {
                     self.vertex_finished(v, now_ms)?;
+                } else if self.status == JobStatus::Running && self.is_speculative_attempt(a) {
+                    self.speculative_attempt_finished(a, now_ms)?;
                 }
             }
             Event::TaskFailed(a, cause) => {
@@ -396,6 +409,8 @@ impl Scheduler {
                         _ => None,
                     };
                     self.vertex_failed(v, failed_partition, now_ms)?;
+                } else if self.status == JobStatus::Running && self.is_speculative_attempt(a) {
+                    self.speculative_attempt_failed(a, cause, now_ms)?;
                 }
             }
             Event::PartitionsLost(partitions) => {
@@ -414,6 +429,7 @@ impl Scheduler {
                 }
             }
             Event::Tick => {}
+            Event::CheckSlowTasks => self.check_slow_tasks(now_ms),
             Event::Cancel => {
                 if !self.status.is_terminal() {
                     self.terminate(JobStatus::Canceled, None);
@@ -529,11 +545,12 @@ impl Scheduler {
 
     /// A task finished: its partitions hold all their data, its slot goes back, the release
     /// strategy and the scheduling strategy react.
-    fn vertex_finished(
+    pub(crate) fn vertex_finished(
         &mut self,
         v: ExecutionVertexIndex,
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
+        self.speculative_vertex_finishing(v, now_ms);
         self.state[v] = ExecutionState::Finished;
         self.release_slot(v);
         self.unfinished_vertices -= 1;
@@ -552,6 +569,7 @@ impl Scheduler {
         if status == JobStatus::Failed {
             self.set_status(JobStatus::Failing, reason.clone());
         }
+        self.cancel_all_speculative_attempts();
         for v in self.state.indices() {
             match self.state[v] {
                 ExecutionState::Deploying

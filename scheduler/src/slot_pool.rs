@@ -15,7 +15,7 @@
 //! already holds (slots in use by other regions free up when they finish); in a streaming job
 //! only the free ones (running streaming tasks occupy their slots indefinitely).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use conflux_deploy::{AllocationId, TaskManagerId, TaskManagerLocation};
 use conflux_graph::{ExecutionGraph, ExecutionVertexIndex, IndexVec, PipelinedRegionIndex};
@@ -75,6 +75,9 @@ pub(crate) struct SlotPool {
     /// Slots were freed or requested during the current call; the queue is served at its end,
     /// after cancellations and failovers, so that no slot goes to a task about to be cancelled.
     dirty: bool,
+    /// TaskManagers that give no new slots (slow nodes blocked by speculative execution;
+    /// always empty without it).
+    blocked: HashSet<u32>,
 }
 
 impl SlotPool {
@@ -112,6 +115,7 @@ impl SlotPool {
             queue: VecDeque::new(),
             bulk_checks: VecDeque::new(),
             dirty: false,
+            blocked: HashSet::new(),
         }
     }
 
@@ -243,9 +247,7 @@ impl SlotPool {
         &mut self,
     ) -> Option<Option<(AllocationId, Vec<ExecutionVertexIndex>)>> {
         let &key = self.queue.front()?;
-        if self.free.is_empty() {
-            return None;
-        }
+        let free = self.first_unblocked_free()?;
         self.queue.pop_front();
         let Some(shared) = self.shared.get_mut(&key) else {
             return Some(None);
@@ -254,7 +256,8 @@ impl SlotPool {
         if shared.waiting.is_empty() {
             return Some(None);
         }
-        let (a, b) = self.free.pop_first()?;
+        let (a, b) = free;
+        self.free.remove(&free);
         let (tm, slot) = if self.spread { (b, a) } else { (a, b) };
         let allocation = AllocationId {
             task_manager: TaskManagerId(tm),
@@ -314,5 +317,66 @@ impl SlotPool {
     /// Where a registered TaskManager is.
     pub(crate) fn location(&self, tm: TaskManagerId) -> Option<TaskManagerLocation> {
         self.task_managers.get(&tm).map(|(l, _)| *l)
+    }
+}
+
+/// Speculative execution's side of the pool: blocked TaskManagers and the slots of speculative
+/// attempts, which share with nobody (Flink gives them slots of their own).
+impl SlotPool {
+    /// The lowest free slot's key whose TaskManager is not blocked. O(1) without blocked
+    /// TaskManagers, else O(free slots of blocked ones).
+    fn first_unblocked_free(&self) -> Option<(u32, u32)> {
+        if self.blocked.is_empty() {
+            return self.free.first().copied();
+        }
+        let spread = self.spread;
+        self.free
+            .iter()
+            .find(|&&(a, b)| !self.blocked.contains(if spread { &b } else { &a }))
+            .copied()
+    }
+
+    /// Blocks or unblocks a TaskManager: while blocked, none of its free slots is given out.
+    /// Unblocking marks the pool for serving at the end of the call.
+    pub(crate) fn set_blocked(&mut self, tm: TaskManagerId, blocked: bool) {
+        if blocked {
+            self.blocked.insert(tm.0);
+        } else if self.blocked.remove(&tm.0) {
+            self.dirty = true;
+        }
+    }
+
+    /// Takes the lowest free slot of a TaskManager that is neither blocked nor refused by
+    /// `allowed` for a speculative attempt; `None` when there is none. The slot is shared with
+    /// nobody; [`return_slot`](Self::return_slot) gives it back. O(free slots).
+    pub(crate) fn take_free_slot(
+        &mut self,
+        allowed: impl Fn(TaskManagerId) -> bool,
+    ) -> Option<AllocationId> {
+        let spread = self.spread;
+        let key = self
+            .free
+            .iter()
+            .find(|&&(a, b)| {
+                let tm = if spread { b } else { a };
+                !self.blocked.contains(&tm) && allowed(TaskManagerId(tm))
+            })
+            .copied()?;
+        self.free.remove(&key);
+        let (tm, slot) = if spread { (key.1, key.0) } else { key };
+        Some(AllocationId {
+            task_manager: TaskManagerId(tm),
+            slot,
+        })
+    }
+
+    /// Gives back a slot [`take_free_slot`](Self::take_free_slot) handed out (dropped if its
+    /// TaskManager is gone).
+    pub(crate) fn return_slot(&mut self, allocation: AllocationId) {
+        if self.task_managers.contains_key(&allocation.task_manager) {
+            let key = self.free_key(allocation.task_manager.0, allocation.slot);
+            self.free.insert(key);
+            self.dirty = true;
+        }
     }
 }

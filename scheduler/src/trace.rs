@@ -59,6 +59,7 @@ impl TraceDigest {
             Event::Restart(vs) => (8, vs.len() as u64, vs.first().map_or(0, |v| u64::from(v.0))),
             Event::Tick => (9, 0, 0),
             Event::Cancel => (10, 0, 0),
+            Event::CheckSlowTasks => (16, 0, 0),
         };
         self.mix(tag);
         self.mix(a);
@@ -90,6 +91,13 @@ impl TraceDigest {
                 self.mix(14);
                 self.mix(u64::from(group.0));
                 self.mix(partitions.len() as u64);
+            }
+            Command::DeploySpeculative { tasks } => {
+                self.mix(17);
+                for (a, s) in tasks {
+                    self.mix(attempt_word(a));
+                    self.mix((u64::from(s.task_manager.0) << 32) | u64::from(s.slot));
+                }
             }
             Command::JobStatus { status, .. } => {
                 self.mix(15);

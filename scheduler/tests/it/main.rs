@@ -7,3 +7,4 @@ mod budget;
 mod events;
 mod failover_reference;
 mod slots;
+mod speculative;

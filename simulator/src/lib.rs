@@ -10,8 +10,10 @@
 
 pub mod cluster;
 pub mod script;
+pub mod slow;
 
 pub use cluster::{
     job_id_of, simulate, slot_demand, BlobEnvironment, Faults, MemoryBlobEnvironment, Observer,
     SimulationConfig, SimulationReport, TaskManagerStats,
 };
+pub use slow::SlowTaskManagers;

@@ -6,3 +6,4 @@
 mod flink_semantics;
 mod replay;
 mod simulation;
+mod speculative;

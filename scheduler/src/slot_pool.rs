@@ -78,6 +78,9 @@ pub(crate) struct SlotPool {
     /// TaskManagers that give no new slots (slow nodes blocked by speculative execution;
     /// always empty without it).
     blocked: HashSet<u32>,
+    /// The free slots of blocked TaskManagers, keyed as `free`, kept out of it so that giving
+    /// out a slot never walks past them.
+    parked: BTreeSet<(u32, u32)>,
 }
 
 impl SlotPool {
@@ -116,6 +119,7 @@ impl SlotPool {
             bulk_checks: VecDeque::new(),
             dirty: false,
             blocked: HashSet::new(),
+            parked: BTreeSet::new(),
         }
     }
 
@@ -149,6 +153,9 @@ impl SlotPool {
         let spread = self.spread;
         self.free
             .retain(|&(a, b)| (if spread { b } else { a }) != tm.0);
+        self.parked
+            .retain(|&(a, b)| (if spread { b } else { a }) != tm.0);
+        self.blocked.remove(&tm.0);
         for shared in self.shared.values_mut() {
             if shared.allocation.is_some_and(|a| a.task_manager == tm) {
                 shared.allocation = None;
@@ -247,7 +254,7 @@ impl SlotPool {
         &mut self,
     ) -> Option<Option<(AllocationId, Vec<ExecutionVertexIndex>)>> {
         let &key = self.queue.front()?;
-        let free = self.first_unblocked_free()?;
+        let &free = self.free.first()?;
         self.queue.pop_front();
         let Some(shared) = self.shared.get_mut(&key) else {
             return Some(None);
@@ -288,14 +295,14 @@ impl SlotPool {
             shared.waiting.retain(|&w| w != v);
         }
         if shared.users == 0 && shared.waiting.is_empty() {
+            let queued = shared.queued;
             if let Some(allocation) = shared.allocation.take() {
                 if self.task_managers.contains_key(&allocation.task_manager) {
                     let (tm, slot) = (allocation.task_manager.0, allocation.slot);
-                    let key = if self.spread { (slot, tm) } else { (tm, slot) };
-                    self.free.insert(key);
+                    self.insert_free(tm, slot);
                 }
             }
-            if !shared.queued {
+            if !queued {
                 self.shared.remove(&key);
             }
             self.dirty = true;
@@ -323,32 +330,45 @@ impl SlotPool {
 /// Speculative execution's side of the pool: blocked TaskManagers and the slots of speculative
 /// attempts, which share with nobody (Flink gives them slots of their own).
 impl SlotPool {
-    /// The lowest free slot's key whose TaskManager is not blocked. O(1) without blocked
-    /// TaskManagers, else O(free slots of blocked ones).
-    fn first_unblocked_free(&self) -> Option<(u32, u32)> {
-        if self.blocked.is_empty() {
-            return self.free.first().copied();
+    /// A slot becomes free: parked while its TaskManager is blocked.
+    fn insert_free(&mut self, tm: u32, slot: u32) {
+        let key = self.free_key(tm, slot);
+        if self.blocked.contains(&tm) {
+            self.parked.insert(key);
+        } else {
+            self.free.insert(key);
         }
-        let spread = self.spread;
-        self.free
-            .iter()
-            .find(|&&(a, b)| !self.blocked.contains(if spread { &b } else { &a }))
-            .copied()
     }
 
-    /// Blocks or unblocks a TaskManager: while blocked, none of its free slots is given out.
-    /// Unblocking marks the pool for serving at the end of the call.
+    /// Blocks or unblocks a TaskManager: while blocked, its free slots are parked and none is
+    /// given out. Unblocking marks the pool for serving at the end of the call. O(free slots)
+    /// when a TaskManager becomes blocked (its slots are found among the free ones), O(parked)
+    /// when it is unblocked; nothing when its state does not change.
     pub(crate) fn set_blocked(&mut self, tm: TaskManagerId, blocked: bool) {
+        let spread = self.spread;
+        let of_tm = |&(a, b): &(u32, u32)| (if spread { b } else { a }) == tm.0;
         if blocked {
-            self.blocked.insert(tm.0);
+            if !self.blocked.insert(tm.0) {
+                return;
+            }
+            let moved: Vec<(u32, u32)> = self.free.iter().filter(|k| of_tm(k)).copied().collect();
+            for k in moved {
+                self.free.remove(&k);
+                self.parked.insert(k);
+            }
         } else if self.blocked.remove(&tm.0) {
+            let moved: Vec<(u32, u32)> = self.parked.iter().filter(|k| of_tm(k)).copied().collect();
+            for k in moved {
+                self.parked.remove(&k);
+                self.free.insert(k);
+            }
             self.dirty = true;
         }
     }
 
-    /// Takes the lowest free slot of a TaskManager that is neither blocked nor refused by
-    /// `allowed` for a speculative attempt; `None` when there is none. The slot is shared with
-    /// nobody; [`return_slot`](Self::return_slot) gives it back. O(free slots).
+    /// Takes the lowest free slot (of a TaskManager that is not blocked) that `allowed` accepts,
+    /// for a speculative attempt; `None` when there is none. The slot is shared with nobody;
+    /// [`return_slot`](Self::return_slot) gives it back. O(free slots refused).
     pub(crate) fn take_free_slot(
         &mut self,
         allowed: impl Fn(TaskManagerId) -> bool,
@@ -357,10 +377,7 @@ impl SlotPool {
         let key = self
             .free
             .iter()
-            .find(|&&(a, b)| {
-                let tm = if spread { b } else { a };
-                !self.blocked.contains(&tm) && allowed(TaskManagerId(tm))
-            })
+            .find(|&&(a, b)| allowed(TaskManagerId(if spread { b } else { a })))
             .copied()?;
         self.free.remove(&key);
         let (tm, slot) = if spread { (key.1, key.0) } else { key };
@@ -374,8 +391,7 @@ impl SlotPool {
     /// TaskManager is gone).
     pub(crate) fn return_slot(&mut self, allocation: AllocationId) {
         if self.task_managers.contains_key(&allocation.task_manager) {
-            let key = self.free_key(allocation.task_manager.0, allocation.slot);
-            self.free.insert(key);
+            self.insert_free(allocation.task_manager.0, allocation.slot);
             self.dirty = true;
         }
     }

@@ -12,6 +12,7 @@ mod output;
 mod plan;
 mod readme;
 mod run_dir;
+mod speculative;
 mod support;
 mod usage;
 mod viewer;

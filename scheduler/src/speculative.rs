@@ -211,7 +211,12 @@ impl Scheduler {
                 };
                 if detector::is_slow(since(s.deployed_at[v]), baseline, &options) {
                     any = true;
-                    tms.extend(self.location[v].map(|l| l.id));
+                    // Only a node a task runs on is slow: a SCHEDULED attempt's slot may be
+                    // reserved there, but it does not run yet (blocking that node could starve
+                    // the very request the attempt waits in).
+                    if is_running(state) {
+                        tms.extend(self.location[v].map(|l| l.id));
+                    }
                 }
                 for x in s.attempts.get(&v).into_iter().flatten() {
                     if detector::is_slow(since(x.deployed_at), baseline, &options) {
@@ -348,13 +353,20 @@ impl Scheduler {
         }
     }
 
-    /// Cancels every speculative attempt (the job ends). O(speculating vertices).
+    /// Cancels every speculative attempt (the job ends; a former speculative attempt that is
+    /// its vertex's current one and runs is cancelled by the caller, and counted here).
+    /// O(speculating vertices).
     pub(crate) fn cancel_all_speculative_attempts(&mut self) {
-        let vertices: Vec<ExecutionVertexIndex> = self
-            .speculative
-            .as_ref()
-            .map(|s| s.attempts.keys().copied().collect())
-            .unwrap_or_default();
+        let Some(s) = self.speculative.as_mut() else {
+            return;
+        };
+        let running = s
+            .own_slot
+            .iter()
+            .filter(|&&v| is_running(self.state[v]))
+            .count();
+        s.stats.cancelled += running as u64;
+        let vertices: Vec<ExecutionVertexIndex> = s.attempts.keys().copied().collect();
         for v in vertices {
             self.cancel_speculative_attempts(v);
         }
@@ -379,6 +391,8 @@ impl Scheduler {
             ExecutionState::Scheduled => self.cancel_request(v),
             _ => {}
         }
+        // The replaced attempt is cancelled (counted if it was a speculative one itself).
+        self.state[v] = ExecutionState::Canceled;
         self.release_slot(v);
         self.promote(v, winner);
         self.vertex_finished(v, now_ms)
@@ -405,6 +419,8 @@ impl Scheduler {
         if attempts.is_empty() {
             s.attempts.remove(&v);
         }
+        // The failed attempt's slot goes (counted if it was a speculative one itself).
+        self.state[v] = ExecutionState::Failed;
         self.release_slot(v);
         self.promote(v, next);
         true
@@ -428,11 +444,19 @@ impl Scheduler {
             s.stats.failed += 1;
         }
         if let FailureCause::PartitionNotFound(p) = cause {
-            if matches!(
-                self.state[v],
-                ExecutionState::Deploying | ExecutionState::Initializing | ExecutionState::Running
-            ) {
+            if is_running(self.state[v]) {
                 self.out.push(Command::Cancel(self.attempt(v)));
+                // A former speculative attempt is cancelled here, not failed: its slot goes
+                // now, and the failover finds none.
+                if self
+                    .speculative
+                    .as_ref()
+                    .is_some_and(|s| s.own_slot.contains(&v))
+                {
+                    let state = std::mem::replace(&mut self.state[v], ExecutionState::Canceled);
+                    self.release_slot(v);
+                    self.state[v] = state;
+                }
             }
             return self.vertex_failed(v, Some(p), now_ms);
         }
@@ -468,7 +492,9 @@ impl Scheduler {
     }
 
     /// Returns the slot of `v`'s current attempt when it is a slot of its own (a former
-    /// speculative attempt's); true then. `had`: the allocation it held.
+    /// speculative attempt's); true then. `had`: the allocation it held. The attempt's end is
+    /// counted by the state it is left in (FAILED: failed, CANCELED: cancelled; a finish was
+    /// counted as won).
     pub(crate) fn release_own_slot(
         &mut self,
         v: ExecutionVertexIndex,
@@ -479,6 +505,11 @@ impl Scheduler {
         };
         if !s.own_slot.remove(&v) {
             return false;
+        }
+        match self.state[v] {
+            ExecutionState::Failed => s.stats.failed += 1,
+            ExecutionState::Canceled => s.stats.cancelled += 1,
+            _ => {}
         }
         if let Some(a) = had {
             self.slots.return_slot(a);
@@ -515,4 +546,12 @@ impl Scheduler {
             s.own_slot.insert(v);
         }
     }
+}
+
+/// Whether an attempt in `state` runs or is about to (DEPLOYING, INITIALIZING, RUNNING).
+fn is_running(state: ExecutionState) -> bool {
+    matches!(
+        state,
+        ExecutionState::Deploying | ExecutionState::Initializing | ExecutionState::Running
+    )
 }

@@ -10,7 +10,9 @@
 //!
 //! The modules follow Flink's components: [`api`] (events, commands, settings, errors), the
 //! scheduler's state and dispatch, the scheduling strategy, the slot pool, partition release,
-//! failure handling over the failover strategy and the restart back-off, and the trace digest.
+//! failure handling over the failover strategy and the restart back-off, speculative execution
+//! of slow tasks in batch jobs (Flink's `SpeculativeScheduler`; off by default), and the trace
+//! digest.
 
 pub mod api;
 mod continuation;

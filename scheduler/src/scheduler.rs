@@ -5,8 +5,10 @@
 //! each an `impl Scheduler` block over the same state: `scheduling_strategy.rs`
 //! (`PipelinedRegionSchedulingStrategy`), `slot_pool.rs` (slot sharing and the pending slot
 //! requests), `partition_release.rs` (`RegionPartitionGroupReleaseStrategy`),
-//! `failure_handling.rs` (failover: restart sets, back-off, cancel, reset, reschedule) and
-//! `trace.rs` (the digest of events and commands).
+//! `failure_handling.rs` (failover: restart sets, back-off, cancel, reset, reschedule),
+//! `speculative.rs` (speculative execution: slow task detection, speculative attempts, blocked
+//! nodes; hooked into finish, failure, reset and release, inert when off) and `trace.rs` (the
+//! digest of events and commands).
 
 use std::sync::Arc;
 
@@ -29,7 +31,8 @@ use crate::trace::TraceDigest;
 
 /// The scheduler of one job: Flink's `DefaultScheduler` with `PipelinedRegionSchedulingStrategy`,
 /// `RestartPipelinedRegionFailoverStrategy` and `RegionPartitionGroupReleaseStrategy`, as a
-/// deterministic state machine.
+/// deterministic state machine; with [`SchedulerConfig::speculative`] on, also Flink's
+/// `SpeculativeScheduler` for batch jobs (`speculative.rs`).
 ///
 /// Feed it [`Event`]s with [`handle`](Self::handle); it answers with [`Command`]s. It implements
 /// [`ProducerStates`] so that deployment descriptors can be built from it after each call.

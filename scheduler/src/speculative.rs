@@ -120,6 +120,34 @@ impl SpeculativeState {
     pub(crate) fn heap_bytes(&self) -> usize {
         (self.deployed_at.capacity() + self.execution_ms.capacity()) * std::mem::size_of::<u64>()
     }
+
+    // The per-vertex arrays are read and written through these, which treat a vertex beyond
+    // them as not deployed and grow them on a write: a graph initialised vertex by vertex
+    // appends execution vertices after the scheduler was built.
+
+    /// When `v`'s current attempt deployed ([`NOT_DEPLOYED`] before).
+    fn deployed_at(&self, v: ExecutionVertexIndex) -> u64 {
+        self.deployed_at.get(v).copied().unwrap_or(NOT_DEPLOYED)
+    }
+
+    fn set_deployed_at(&mut self, v: ExecutionVertexIndex, at: u64) {
+        while self.deployed_at.len() <= v.idx() {
+            self.deployed_at.push(NOT_DEPLOYED);
+        }
+        self.deployed_at[v] = at;
+    }
+
+    /// How long `v`'s finishing attempt ran, ms.
+    fn execution_ms(&self, v: ExecutionVertexIndex) -> u64 {
+        self.execution_ms.get(v).copied().unwrap_or(0)
+    }
+
+    fn set_execution_ms(&mut self, v: ExecutionVertexIndex, ms: u64) {
+        while self.execution_ms.len() <= v.idx() {
+            self.execution_ms.push(0);
+        }
+        self.execution_ms[v] = ms;
+    }
 }
 
 impl Scheduler {
@@ -186,7 +214,7 @@ impl Scheduler {
             for i in range.clone() {
                 let v = ExecutionVertexIndex(i);
                 if self.state[v] == ExecutionState::Finished {
-                    finished_ms.push(s.execution_ms[v]);
+                    finished_ms.push(s.execution_ms(v));
                 }
             }
             let parallelism = (range.end - range.start) as usize;
@@ -209,7 +237,7 @@ impl Scheduler {
                         now_ms.saturating_sub(at)
                     }
                 };
-                if detector::is_slow(since(s.deployed_at[v]), baseline, &options) {
+                if detector::is_slow(since(s.deployed_at(v)), baseline, &options) {
                     any = true;
                     // Only a node a task runs on is slow: a SCHEDULED attempt's slot may be
                     // reserved there, but it does not run yet (blocking that node could starve
@@ -300,7 +328,7 @@ impl Scheduler {
     pub(crate) fn speculative_deployed(&mut self, v: ExecutionVertexIndex) {
         let now = self.owed_at_ms;
         if let Some(s) = self.speculative.as_mut() {
-            s.deployed_at[v] = now;
+            s.set_deployed_at(v, now);
         }
     }
 
@@ -322,12 +350,13 @@ impl Scheduler {
         let Some(s) = self.speculative.as_mut() else {
             return;
         };
-        let at = s.deployed_at[v];
-        s.execution_ms[v] = if at == NOT_DEPLOYED {
+        let at = s.deployed_at(v);
+        let ran = if at == NOT_DEPLOYED {
             0
         } else {
             now_ms.saturating_sub(at)
         };
+        s.set_execution_ms(v, ran);
         if s.own_slot.contains(&v) {
             s.stats.won += 1;
         }
@@ -488,7 +517,7 @@ impl Scheduler {
         if let Some(&issued) = s.issued.get(&v) {
             self.attempt[v] = self.attempt[v].max(issued + 1);
         }
-        s.deployed_at[v] = NOT_DEPLOYED;
+        s.set_deployed_at(v, NOT_DEPLOYED);
     }
 
     /// Returns the slot of `v`'s current attempt when it is a slot of its own (a former
@@ -542,7 +571,7 @@ impl Scheduler {
             ExecutionState::Deploying
         };
         if let Some(s) = self.speculative.as_mut() {
-            s.deployed_at[v] = x.deployed_at;
+            s.set_deployed_at(v, x.deployed_at);
             s.own_slot.insert(v);
         }
     }
@@ -554,4 +583,32 @@ fn is_running(state: ExecutionState) -> bool {
         state,
         ExecutionState::Deploying | ExecutionState::Initializing | ExecutionState::Running
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Vertices initialised after the scheduler was built (a graph grown vertex by vertex) read
+    /// as not deployed and are added on a write.
+    #[test]
+    fn the_per_vertex_times_grow_with_the_graph() {
+        let options = SpeculativeExecutionOptions {
+            enabled: true,
+            ..SpeculativeExecutionOptions::default()
+        };
+        assert!(SpeculativeState::new(options, JobType::Streaming, 2).is_none());
+        let off = SpeculativeExecutionOptions::default();
+        assert!(SpeculativeState::new(off, JobType::Batch, 2).is_none());
+        let mut s = SpeculativeState::new(options, JobType::Batch, 2).expect("on");
+        let (v1, v5) = (ExecutionVertexIndex(1), ExecutionVertexIndex(5));
+        assert_eq!(s.deployed_at(v5), NOT_DEPLOYED);
+        assert_eq!(s.execution_ms(v5), 0);
+        s.set_deployed_at(v5, 7);
+        s.set_execution_ms(v5, 1_500);
+        s.set_deployed_at(v1, 3);
+        assert_eq!((s.deployed_at(v1), s.deployed_at(v5)), (3, 7));
+        assert_eq!(s.deployed_at(ExecutionVertexIndex(4)), NOT_DEPLOYED);
+        assert_eq!(s.execution_ms(v5), 1_500);
+    }
 }

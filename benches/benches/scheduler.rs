@@ -120,6 +120,8 @@ struct Drive {
     events: VecDeque<Event>,
     /// Which deployed vertices finish (the others keep running).
     finish: fn(u32) -> bool,
+    /// When kept, the longest calls so far with what they handled, longest first.
+    longest: Option<Vec<(Duration, String)>>,
 }
 
 impl Drive {
@@ -145,18 +147,32 @@ impl Drive {
             now: 0,
             events,
             finish,
+            longest: None,
+        }
+    }
+
+    /// Keeps `took` among the five longest calls (when they are kept).
+    fn note(&mut self, took: Duration, what: Option<String>) {
+        if let (Some(longest), Some(what)) = (&mut self.longest, what) {
+            longest.push((took, what));
+            longest.sort_by_key(|c| std::cmp::Reverse(c.0));
+            longest.truncate(5);
         }
     }
 
     /// Handles one event and continues its work; the longest of those calls.
     fn call(&mut self, event: Event) -> Duration {
+        let what = self.longest.is_some().then(|| format!("{event:?}"));
         let call = Instant::now();
         let mut commands = self.s.handle(self.now, event).expect("valid event");
         let mut longest = call.elapsed();
+        self.note(longest, what);
         while self.s.has_pending_work() {
             let call = Instant::now();
             let more = self.s.continue_work().expect("continues");
-            longest = longest.max(call.elapsed());
+            let took = call.elapsed();
+            longest = longest.max(took);
+            self.note(took, Some("continue_work".to_owned()));
             commands.extend(more);
         }
         for c in commands {
@@ -197,6 +213,35 @@ fn bench_longest_call(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(5));
     let (graph, regions) = build(N, ResultPartitionType::Blocking);
+    // What the longest calls of one run handle, with the scheduler's default budget and the
+    // runtime's (the first run is cold).
+    for (run, budget) in [
+        (
+            "cold, scheduler's default budget",
+            SchedulerConfig::default().work_budget,
+        ),
+        (
+            "warm, scheduler's default budget",
+            SchedulerConfig::default().work_budget,
+        ),
+        (
+            "runtime's budget",
+            conflux_runtime::config::DEFAULT_RUNTIME_WORK_BUDGET,
+        ),
+    ] {
+        let config = SchedulerConfig {
+            work_budget: budget,
+            ..SchedulerConfig::default()
+        };
+        let mut drive = Drive::new(&graph, &regions, config, |_| true);
+        drive.longest = Some(Vec::new());
+        drive.run();
+        println!("longest calls of a 100k x 100k run ({run}):");
+        for (took, what) in drive.longest.unwrap_or_default() {
+            let what: String = what.chars().take(100).collect();
+            println!("  {:>8.3} ms  {what}", took.as_secs_f64() * 1e3);
+        }
+    }
     for (name, budget) in [
         ("default_budget", SchedulerConfig::default().work_budget),
         ("unbounded", u32::MAX),

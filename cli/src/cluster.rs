@@ -27,6 +27,25 @@ fn tokio_runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(Failure::Work)
 }
 
+/// The async runtime of a process hosting a JobManager: its threads yield to the job loop (see
+/// [`conflux_runtime::thread_priority`]); a priority that cannot be lowered is kept.
+fn jobmanager_runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    use conflux_runtime::thread_priority::{
+        lower_current_thread_priority, JOBMANAGER_IO_NICE_STEPS,
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("conflux-rt")
+        .on_thread_start(|| {
+            if let Err(e) = lower_current_thread_priority(JOBMANAGER_IO_NICE_STEPS) {
+                tracing::debug!("I/O thread keeps its priority: {e}");
+            }
+        })
+        .build()
+        .context("starting the async runtime")
+        .map_err(Failure::Work)
+}
+
 /// Resolves when the process gets SIGINT or SIGTERM.
 async fn interrupted() {
     #[cfg(unix)]
@@ -52,7 +71,7 @@ async fn interrupted() {
 
 pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
     let config = args.config()?;
-    let runtime = tokio_runtime()?;
+    let runtime = jobmanager_runtime()?;
     runtime.block_on(async {
         let jm = JobManager::start(config).await.map_err(Failure::input)?;
         eprintln!(
@@ -204,7 +223,7 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
 }
 
 pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
-    let runtime = tokio_runtime()?;
+    let runtime = jobmanager_runtime()?;
     let report = runtime.block_on(local::run(args))?;
     render::print_report(&report, args.format)?;
     failed_if_failed(&report)

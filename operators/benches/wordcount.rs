@@ -4,7 +4,7 @@
 #![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use conflux_operators::record::{encode, encoded_len};
-use conflux_operators::{KeyedWriter, Vocabulary, WordCounter, WordSource, Zipf};
+use conflux_operators::{KeyedWriter, RoutedVocabulary, Vocabulary, WordCounter, WordSource, Zipf};
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 
 const WORDS: u64 = 1_000_000;
@@ -16,16 +16,62 @@ fn produce(c: &mut Criterion) {
     let routes = vocabulary.routes(64, 128).expect("valid");
     let mut g = c.benchmark_group("wordcount");
     g.throughput(Throughput::Elements(WORDS));
+    // The word's route and its record from separate arrays, encoded per word...
     g.bench_function("source_route_encode", |b| {
         b.iter(|| {
-            let mut w = KeyedWriter::new(&routes, 64, BUFFER);
+            let mut w = KeyedWriter::new(64, BUFFER);
             let mut bytes = 0usize;
             let mut full = |_: u32, buf: &[u8]| -> Result<(), conflux_operators::EncodeError> {
                 bytes += buf.len();
                 Ok(())
             };
             for id in WordSource::new(&zipf, 1, 0, WORDS) {
-                w.write(id, vocabulary.word(id), &mut full).expect("fits");
+                w.write(routes[id as usize], vocabulary.word(id), &mut full)
+                    .expect("fits");
+            }
+            w.flush(&mut full).expect("flushes");
+            black_box(bytes)
+        })
+    });
+    // ... encoded once, beside its route ...
+    let routed = RoutedVocabulary::new(&vocabulary, 64, 128).expect("valid");
+    g.bench_function("source_routed_records", |b| {
+        b.iter(|| {
+            let mut w = KeyedWriter::new(64, BUFFER);
+            let mut bytes = 0usize;
+            let mut full = |_: u32, buf: &[u8]| -> Result<(), conflux_operators::EncodeError> {
+                bytes += buf.len();
+                Ok(())
+            };
+            for id in WordSource::new(&zipf, 1, 0, WORDS) {
+                let (sub, record) = routed.record(id);
+                w.write_record(sub, record, &mut full).expect("fits");
+            }
+            w.flush(&mut full).expect("flushes");
+            black_box(bytes)
+        })
+    });
+    // ... drawn 256 at a time, so that the alias table reads overlap (what the TaskManager's
+    // source does).
+    g.bench_function("source_routed_batched", |b| {
+        b.iter(|| {
+            let mut w = KeyedWriter::new(64, BUFFER);
+            let mut bytes = 0usize;
+            let mut full = |_: u32, buf: &[u8]| -> Result<(), conflux_operators::EncodeError> {
+                bytes += buf.len();
+                Ok(())
+            };
+            let mut words = WordSource::new(&zipf, 1, 0, WORDS);
+            let mut batch = [0u32; 256];
+            loop {
+                let n = words.fill(&mut batch);
+                if n == 0 {
+                    break;
+                }
+                for &id in &batch[..n] {
+                    let (sub, record) = routed.record(id);
+                    w.write_record(sub, record, &mut full).expect("fits");
+                }
             }
             w.flush(&mut full).expect("flushes");
             black_box(bytes)

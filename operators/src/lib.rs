@@ -13,6 +13,8 @@
 //! - [`Vocabulary`]: the seeded words, and each word's consumer subtask for a (parallelism,
 //!   max parallelism), routed as Flink's `KeyGroupRangeAssignment`
 //!   ([`conflux_common::key_groups`]).
+//! - [`RoutedVocabulary`]: every word's record encoded once beside its consumer subtask, what
+//!   a source copies per word.
 //! - [`Zipf`], [`WordSource`]: each source subtask's stream of word ids, O(1) per word, the
 //!   same on every platform.
 //! - [`record`](mod@record): the shuffle record format (length-prefixed UTF-8) over caller
@@ -27,6 +29,7 @@ mod counter;
 mod error;
 mod exchange;
 pub mod record;
+mod routed;
 mod sink;
 mod source;
 mod verify;
@@ -40,6 +43,7 @@ pub use counter::WordCounter;
 pub use error::OperatorError;
 pub use exchange::KeyedWriter;
 pub use record::{DecodeError, EncodeError, MAX_WORD_BYTES};
+pub use routed::RoutedVocabulary;
 pub use sink::{read_counts, sink_file_name, write_counts, SinkError};
 pub use source::{stream_seed, WordSource, Zipf};
 pub use verify::{

@@ -181,27 +181,64 @@ impl std::fmt::Display for Malformed {
 /// nothing; O(bytes).
 #[derive(Clone, Debug)]
 pub struct Records<'b> {
-    buf: &'b [u8],
-    pos: usize,
-    failed: bool,
+    raw: RawRecords<'b>,
 }
 
 /// The records of `buf` (a whole number of records, as a [`RecordWriter`] left it).
 pub fn decode(buf: &[u8]) -> Records<'_> {
     Records {
+        raw: decode_raw(buf),
+    }
+}
+
+impl Records<'_> {
+    /// Byte offset of the next record.
+    pub fn offset(&self) -> usize {
+        self.raw.pos
+    }
+}
+
+impl<'b> Iterator for Records<'b> {
+    type Item = Result<&'b str, DecodeError>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.raw.next()?.and_then(|(offset, bytes)| {
+            std::str::from_utf8(bytes).map_err(|_| {
+                self.raw.failed = true;
+                DecodeError {
+                    offset,
+                    kind: Malformed::InvalidUtf8,
+                }
+            })
+        }))
+    }
+}
+
+impl std::iter::FusedIterator for Records<'_> {}
+
+/// The records of a buffer as bytes, each with the offset of its record: [`Records`] without
+/// the UTF-8 check, for a consumer that checks only what it keeps (the counter checks a word
+/// when it first sees it, not each of its occurrences). Same errors otherwise, never
+/// [`Malformed::InvalidUtf8`]; never panics, allocates nothing; O(bytes).
+#[derive(Clone, Debug)]
+pub struct RawRecords<'b> {
+    buf: &'b [u8],
+    pos: usize,
+    failed: bool,
+}
+
+/// The records of `buf` as `(offset of the record, word bytes)`.
+pub fn decode_raw(buf: &[u8]) -> RawRecords<'_> {
+    RawRecords {
         buf,
         pos: 0,
         failed: false,
     }
 }
 
-impl<'b> Records<'b> {
-    /// Byte offset of the next record.
-    pub fn offset(&self) -> usize {
-        self.pos
-    }
-
-    fn fail(&mut self, kind: Malformed) -> Option<Result<&'b str, DecodeError>> {
+impl<'b> RawRecords<'b> {
+    fn fail(&mut self, kind: Malformed) -> Option<Result<(usize, &'b [u8]), DecodeError>> {
         self.failed = true;
         Some(Err(DecodeError {
             offset: self.pos,
@@ -210,8 +247,8 @@ impl<'b> Records<'b> {
     }
 }
 
-impl<'b> Iterator for Records<'b> {
-    type Item = Result<&'b str, DecodeError>;
+impl<'b> Iterator for RawRecords<'b> {
+    type Item = Result<(usize, &'b [u8]), DecodeError>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
@@ -240,17 +277,13 @@ impl<'b> Iterator for Records<'b> {
                 available: rest.len() - header,
             });
         };
-        match std::str::from_utf8(bytes) {
-            Ok(word) => {
-                self.pos += header + len;
-                Some(Ok(word))
-            }
-            Err(_) => self.fail(Malformed::InvalidUtf8),
-        }
+        let offset = self.pos;
+        self.pos += header + len;
+        Some(Ok((offset, bytes)))
     }
 }
 
-impl std::iter::FusedIterator for Records<'_> {}
+impl std::iter::FusedIterator for RawRecords<'_> {}
 
 #[cfg(test)]
 mod tests {

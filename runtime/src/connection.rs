@@ -105,8 +105,18 @@ pub fn framed(stream: TcpStream, max_frame_bytes: usize) -> FramedStream {
 /// # Panics
 /// Never for the protocol's types (they always encode); a type that cannot encode is a bug.
 pub fn encode<T: Serialize>(message: &T) -> Bytes {
-    match rmp_serde::to_vec(message) {
-        Ok(body) => Bytes::from(body),
+    encode_with_capacity(message, 0)
+}
+
+/// [`encode`] into a body allocated for `capacity` bytes: a message carrying a 32 KiB buffer
+/// is written without growing its body a dozen times (and copying it each time).
+///
+/// # Panics
+/// As [`encode`].
+pub fn encode_with_capacity<T: Serialize>(message: &T, capacity: usize) -> Bytes {
+    let mut body = Vec::with_capacity(capacity);
+    match rmp_serde::encode::write(&mut body, message) {
+        Ok(()) => Bytes::from(body),
         Err(e) => panic!("bug: protocol message does not encode: {e}"),
     }
 }

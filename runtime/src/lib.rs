@@ -23,6 +23,7 @@ pub mod report;
 mod rss;
 pub mod shuffle;
 mod taskmanager;
+pub mod thread_priority;
 
 pub use client::{ClientError, JobManagerClient};
 pub use config::{HeartbeatConfig, JobManagerConfig, RpcConfig, RpcFaults, TaskManagerConfig};

@@ -6,7 +6,7 @@ use std::path::Path;
 use conflux_common::key_groups::operator_index_for_str;
 use conflux_operators::{
     read_counts, sink_file_name, verify_output, write_counts, Difference, EncodeError, KeyedWriter,
-    Vocabulary, WordCountConfig, WordCountJob, WordCounter, WordSource, Zipf,
+    RoutedVocabulary, Vocabulary, WordCountConfig, WordCountJob, WordCounter, WordSource, Zipf,
 };
 
 /// Runs the job as the engine would, with every buffer handed straight to its consumer.
@@ -15,13 +15,12 @@ fn run(job: &WordCountJob, out: &Path) -> u64 {
     let c = job.config;
     let vocabulary = Vocabulary::new(c.seed, c.vocabulary).expect("valid");
     let zipf = Zipf::new(c.vocabulary).expect("valid");
-    let routes = vocabulary
-        .routes(job.counters, job.max_parallelism)
-        .expect("valid");
+    let routed =
+        RoutedVocabulary::new(&vocabulary, job.counters, job.max_parallelism).expect("valid");
     let mut counters: Vec<WordCounter> = (0..job.counters).map(|_| WordCounter::new()).collect();
     let mut shuffle_bytes = 0;
     for subtask in 0..job.sources {
-        let mut writer = KeyedWriter::new(&routes, job.counters, 32 * 1024);
+        let mut writer = KeyedWriter::new(job.counters, 32 * 1024);
         let mut deliver = |consumer: u32, buf: &[u8]| -> Result<(), EncodeError> {
             counters[consumer as usize]
                 .add_records(buf)
@@ -29,8 +28,9 @@ fn run(job: &WordCountJob, out: &Path) -> u64 {
             Ok(())
         };
         for id in WordSource::new(&zipf, c.seed, subtask, c.words_per_source) {
+            let (consumer, record) = routed.record(id);
             writer
-                .write(id, vocabulary.word(id), &mut deliver)
+                .write_record(consumer, record, &mut deliver)
                 .expect("fits");
         }
         writer.flush(&mut deliver).expect("flushes");

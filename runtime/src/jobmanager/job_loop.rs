@@ -248,6 +248,10 @@ pub(crate) fn run_job(
     }
 }
 
+/// A scheduler call using more CPU time than this is logged (debug) even when it is not the
+/// longest so far: the calls beyond the work budget's intent.
+const LOGGED_CALL_CPU: Duration = Duration::from_millis(2);
+
 /// The wall and CPU time of one scheduler call.
 struct CallTimer {
     wall: Instant,
@@ -262,8 +266,8 @@ impl CallTimer {
         }
     }
 
-    /// Raises the maxima to this call's times; a new longest call is logged (debug) with what
-    /// it handled, `call` (only formatted then).
+    /// Raises the maxima to this call's times; a new longest call, or one above
+    /// [`LOGGED_CALL_CPU`], is logged (debug) with what it handled, `call` (only formatted then).
     fn record(
         self,
         max_wall: &mut Duration,
@@ -272,7 +276,7 @@ impl CallTimer {
     ) {
         let wall = self.wall.elapsed();
         let cpu = thread_cpu_time().saturating_sub(self.cpu);
-        if wall > *max_wall || cpu > *max_cpu {
+        if wall > *max_wall || cpu > *max_cpu || cpu > LOGGED_CALL_CPU {
             tracing::debug!(call = %call(), ?wall, ?cpu, "longest scheduler call so far");
         }
         *max_wall = (*max_wall).max(wall);

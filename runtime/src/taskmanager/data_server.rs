@@ -20,7 +20,7 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::connection::{decode, encode, framed, next_frame, RpcError};
+use crate::connection::{decode, encode_with_capacity, framed, next_frame, RpcError};
 use crate::shuffle::partition_file::PartitionFile;
 use crate::shuffle::partitions::{Partition, PipelinedItem, ResultPartitionManager};
 use crate::shuffle::protocol::{
@@ -200,7 +200,15 @@ struct ChannelStream {
 
 impl ChannelStream {
     async fn send(&self, response: &DataResponse) -> bool {
-        self.out.send(encode(response)).await.is_ok()
+        // A buffer's body: its bytes plus a few of framing (tag, channel, bin header).
+        let capacity = match response {
+            DataResponse::Buffer { data, .. } => data.len() + 32,
+            _ => 0,
+        };
+        self.out
+            .send(encode_with_capacity(response, capacity))
+            .await
+            .is_ok()
     }
 
     /// Waits for one credit; false when the connection is gone.

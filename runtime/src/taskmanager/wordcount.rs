@@ -12,7 +12,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use conflux_deploy::{LoadedInputGate, ShuffleDescriptor, TaskDeploymentDescriptor};
 use conflux_operators::{
-    write_counts, KeyedWriter, Vocabulary, WordCountConfig, WordCounter, WordSource, Zipf,
+    write_counts, KeyedWriter, RoutedVocabulary, Vocabulary, WordCountConfig, WordCounter,
+    WordSource, Zipf,
 };
 use tokio::sync::mpsc;
 
@@ -43,17 +44,17 @@ impl From<conflux_operators::EncodeError> for TaskFailure {
     }
 }
 
-/// Routes depend on the vocabulary (seed, size), the consumers' parallelism and max
+/// Routed records depend on the vocabulary (seed, size), the consumers' parallelism and max
 /// parallelism.
-type RoutesKey = (u64, u32, u32, u32);
+type RoutedKey = (u64, u32, u32, u32);
 
-/// What word count tasks of one TaskManager share: vocabularies, Zipf tables and routes are
-/// built once per TaskManager, not per task.
+/// What word count tasks of one TaskManager share: vocabularies, Zipf tables and routed
+/// records are built once per TaskManager, not per task.
 #[derive(Default)]
 pub(crate) struct WordCountShared {
     vocabularies: Mutex<HashMap<(u64, u32), Arc<Vocabulary>>>,
     zipfs: Mutex<HashMap<u32, Arc<Zipf>>>,
-    routes: Mutex<HashMap<RoutesKey, Arc<Vec<u32>>>>,
+    routed: Mutex<HashMap<RoutedKey, Arc<RoutedVocabulary>>>,
 }
 
 fn cached<K: std::hash::Hash + Eq, V>(
@@ -175,6 +176,35 @@ pub(crate) async fn run(
     }
 }
 
+/// Words a source draws at a time (see [`WordSource::fill`]); the cancel flag is looked at
+/// every 256 batches.
+const SOURCE_BATCH: usize = 256;
+
+/// Hands each word of `words` to `write` as its consumer subtask and record, checking the
+/// cancel flag every 65,536 words.
+fn emit(
+    mut words: WordSource<'_>,
+    routed: &RoutedVocabulary,
+    cancel: &AtomicBool,
+    mut write: impl FnMut(u32, &[u8]) -> Result<(), TaskFailure>,
+) -> Result<(), TaskFailure> {
+    let mut batch = [0u32; SOURCE_BATCH];
+    for n in 0usize.. {
+        if n % 256 == 0 {
+            cancelled(cancel)?;
+        }
+        let drawn = words.fill(&mut batch);
+        if drawn == 0 {
+            return Ok(());
+        }
+        for &id in &batch[..drawn] {
+            let (sub, record) = routed.record(id);
+            write(sub, record)?;
+        }
+    }
+    Ok(())
+}
+
 fn run_source(
     shared: &WordCountShared,
     partitions: &ResultPartitionManager,
@@ -202,21 +232,21 @@ fn run_source(
     let zipf = cached(&shared.zipfs, config.vocabulary, || {
         Zipf::new(config.vocabulary)
     })?;
-    let routes = cached(
-        &shared.routes,
+    let routed = cached(
+        &shared.routed,
         (
             config.seed,
             config.vocabulary,
             subpartitions,
             consumer_max_parallelism,
         ),
-        || vocabulary.routes(subpartitions, consumer_max_parallelism),
+        || RoutedVocabulary::new(&vocabulary, subpartitions, consumer_max_parallelism),
     )?;
     let subtask = produced.partition.partition;
     let job = tdd.job_id;
     let id = produced.partition;
     let words = WordSource::new(&zipf, config.seed, subtask, config.words_per_source);
-    let mut writer = KeyedWriter::new(&routes, subpartitions, MAX_BUFFER_BYTES);
+    let mut writer = KeyedWriter::new(subpartitions, MAX_BUFFER_BYTES);
     let mut peak_buffered = 0;
     if produced.partition_type.is_blocking_or_blocking_persistent() {
         let path = partitions
@@ -229,12 +259,9 @@ fn run_source(
         )
         .map_err(TaskFailure::new)?;
         let mut append = |s: u32, buf: &[u8]| file.append(s, buf).map_err(TaskFailure::new);
-        for (n, word) in words.enumerate() {
-            if n % 65_536 == 0 {
-                cancelled(cancel)?;
-            }
-            writer.write(word, vocabulary.word(word), &mut append)?;
-        }
+        emit(words, &routed, cancel, |sub, record| {
+            writer.write_record(sub, record, &mut append)
+        })?;
         writer.flush(&mut append)?;
         let size = file.finish().map_err(TaskFailure::new)?;
         partitions.register_blocking(job, id, path, size);
@@ -281,12 +308,9 @@ fn run_source(
         let mut full = |s: u32, buf: &[u8]| -> Result<(), TaskFailure> {
             send(s, PipelinedItem::Buffer(Bytes::copy_from_slice(buf)))
         };
-        for (n, word) in words.enumerate() {
-            if n % 65_536 == 0 {
-                cancelled(cancel)?;
-            }
-            writer.write(word, vocabulary.word(word), &mut full)?;
-        }
+        emit(words, &routed, cancel, |sub, record| {
+            writer.write_record(sub, record, &mut full)
+        })?;
         writer.flush(&mut full)?;
         for s in 0..subpartitions {
             send(s, PipelinedItem::End)?;

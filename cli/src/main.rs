@@ -28,6 +28,7 @@ mod progress;
 mod run;
 mod run_dir;
 mod s3;
+mod speculative;
 mod usage;
 
 pub(crate) use failure::Failure;
@@ -172,6 +173,11 @@ struct RunArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Task durations, ms: `MIN..MAX` (drawn per attempt from the seed) or one value.
+    #[arg(long, default_value = "1000..2000", value_parser = cluster::parse_duration_range)]
+    task_duration_ms: (u64, u64),
+    #[command(flatten)]
+    speculative: speculative::SpeculativeArgs,
 }
 
 #[derive(clap::Args)]
@@ -557,6 +563,9 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
             source_bytes: args.source_bytes,
             skew: args.skew,
         },
+        task_duration_ms: args.task_duration_ms,
+        speculative: args.speculative.options()?,
+        slow_task_managers: args.speculative.slow_task_managers()?,
     };
     let blobs = blobs::EmbeddedBlobs::start().map_err(Failure::Work)?;
     tracing::debug!(url = %blobs.url(), "started the embedded blob server");

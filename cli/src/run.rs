@@ -11,8 +11,10 @@ use anyhow::anyhow;
 use conflux_deploy::OffloadRule;
 use conflux_graph::load::{self, LoadOptions};
 use conflux_graph::{ExecutionGraph, PipelinedRegions};
-use conflux_scheduler::{FailoverStrategy, JobStatus, RestartStrategy};
-use conflux_sim::{self as sim, BlobEnvironment, Faults, SimulationConfig};
+use conflux_scheduler::{
+    FailoverStrategy, JobStatus, RestartStrategy, SpeculativeExecutionOptions,
+};
+use conflux_sim::{self as sim, BlobEnvironment, Faults, SimulationConfig, SlowTaskManagers};
 use serde_json::{json, Value};
 
 use crate::{read_input, Failure, Format};
@@ -32,6 +34,12 @@ pub(crate) struct RunOptions {
     pub(crate) decide: bool,
     /// The bytes simulated tasks write (what decides undecided vertices).
     pub(crate) bytes: sim::BytesModel,
+    /// Task durations are drawn from this range, ms.
+    pub(crate) task_duration_ms: (u64, u64),
+    /// Speculative execution (`--speculative` and the `--slow-task-*` flags).
+    pub(crate) speculative: SpeculativeExecutionOptions,
+    /// Slow TaskManagers of the simulated cluster.
+    pub(crate) slow_task_managers: SlowTaskManagers,
 }
 
 pub(crate) fn run(
@@ -143,6 +151,9 @@ fn simulation_config(job_type: conflux_graph::JobType, options: &RunOptions) -> 
     config.deployment.offload_rule = options.offload_rule;
     config.scheduler.failover = options.failover;
     config.scheduler.restart = RestartStrategy::exponential_default(options.restart_attempts);
+    config.task_duration_ms = options.task_duration_ms;
+    config.scheduler.speculative = options.speculative;
+    config.slow_task_managers = options.slow_task_managers;
     config
 }
 
@@ -359,6 +370,13 @@ fn report_json(
             "task_manager_losses": report.faults_injected.2,
             "blob_server_restarts": report.faults_injected.3,
         },
+        "speculative_attempts": {
+            "enabled": options.speculative.enabled,
+            "started": report.speculative.started,
+            "won": report.speculative.won,
+            "cancelled": report.speculative.cancelled,
+            "failed": report.speculative.failed,
+        },
     })
 }
 
@@ -491,6 +509,18 @@ fn render(r: &Value) -> String {
                 f(&k["bytes"]) / f(&k["average_bytes_per_task"]).max(1.0)
             );
         }
+    }
+    // Shown only when speculation is on, so that runs without it print as before.
+    let sa = &r["speculative_attempts"];
+    if sa["enabled"].as_bool() == Some(true) {
+        let _ = writeln!(
+            s,
+            "  speculative attempts {} started, {} won, {} cancelled, {} failed",
+            n(&sa["started"]),
+            n(&sa["won"]),
+            n(&sa["cancelled"]),
+            n(&sa["failed"])
+        );
     }
     let fi = &r["faults_injected"];
     let _ = writeln!(s, "  faults injected      {} task failure(s), {} partition-not-found, {} TaskManager loss(es), {} blob server restart(s)", n(&fi["task_failures"]), n(&fi["partition_not_found"]), n(&fi["task_manager_losses"]), n(&fi["blob_server_restarts"]));

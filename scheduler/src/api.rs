@@ -9,6 +9,7 @@ use conflux_graph::{
 
 use crate::failover_strategy::FailoverStrategy;
 use crate::restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
+use crate::speculative::SpeculativeExecutionOptions;
 
 /// Flink's `slot.request.timeout` default: 5 minutes.
 pub const DEFAULT_SLOT_REQUEST_TIMEOUT_MS: u64 = 300_000;
@@ -57,6 +58,9 @@ pub struct SchedulerConfig {
     /// `cluster.evenly-spread-out-slots` (default false, as Flink's) does for TaskManagers of
     /// equal size.
     pub evenly_spread_out_slots: bool,
+    /// Speculative execution of slow tasks in batch jobs (Flink's
+    /// `execution.batch.speculative.*` and `slow-task-detector.*`; off by default).
+    pub speculative: SpeculativeExecutionOptions,
 }
 
 impl Default for SchedulerConfig {
@@ -68,6 +72,7 @@ impl Default for SchedulerConfig {
             release_partitions_during_execution: true,
             work_budget: DEFAULT_WORK_BUDGET,
             evenly_spread_out_slots: false,
+            speculative: SpeculativeExecutionOptions::default(),
         }
     }
 }
@@ -160,6 +165,12 @@ pub enum Event {
     Tick,
     /// The user cancels the job.
     Cancel,
+    /// Speculative execution's periodic check (Flink's slow task detector): the driver sends it
+    /// every `slow-task-detector.check-interval` while the job runs; the time of the call is
+    /// the detector's "now". Slow tasks get speculative attempts
+    /// ([`Command::DeploySpeculative`]) and their TaskManagers are blocked. Ignored when
+    /// speculative execution is off.
+    CheckSlowTasks,
 }
 
 /// What the runtime must do.
@@ -199,6 +210,13 @@ pub enum Command {
         job_vertex: JobVertexIndex,
         /// Its subtasks.
         parallelism: u32,
+    },
+    /// Deploy speculative attempts of slow tasks (a further attempt of a vertex whose current
+    /// attempt still runs), each into a slot of its own on another TaskManager. The first
+    /// attempt of a vertex to finish wins; the others are cancelled with [`Command::Cancel`].
+    DeploySpeculative {
+        /// Attempts and their slots.
+        tasks: Vec<(ExecutionAttemptId, AllocationId)>,
     },
     /// The job's status changed.
     JobStatus {

@@ -26,6 +26,9 @@ impl Scheduler {
         failed_partition: Option<IntermediateResultPartitionId>,
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
+        if self.speculative_take_over(v, failed_partition) {
+            return Ok(());
+        }
         if self.state[v] == ExecutionState::Finished {
             for p in self.graph.produced_partitions(v).collect::<Vec<_>>() {
                 let i = self.graph.partition_index(p);
@@ -113,6 +116,7 @@ impl Scheduler {
     /// reset, after the restart delay).
     fn cancel_for_restart(&mut self, set: &[ExecutionVertexIndex]) {
         for &x in set {
+            self.cancel_speculative_attempts(x);
             match self.state[x] {
                 ExecutionState::Finished => self.unproduce_partitions(x),
                 ExecutionState::Deploying
@@ -251,6 +255,7 @@ impl Scheduler {
         }
         self.state[v] = ExecutionState::Created;
         self.attempt[v] += 1;
+        self.speculative_reset(v);
         self.allocation[v] = None;
         self.location[v] = None;
         true
@@ -264,6 +269,7 @@ impl Scheduler {
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
         self.slots.remove_task_manager(tm);
+        self.speculative_task_manager_lost(tm);
         let mut failed = Vec::new();
         for v in self.state.indices() {
             if self.location[v].is_none_or(|l| l.id != tm) {

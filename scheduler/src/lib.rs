@@ -10,7 +10,9 @@
 //!
 //! The modules follow Flink's components: [`api`] (events, commands, settings, errors), the
 //! scheduler's state and dispatch, the scheduling strategy, the slot pool, partition release,
-//! failure handling over the failover strategy and the restart back-off, and the trace digest.
+//! failure handling over the failover strategy and the restart back-off, speculative execution
+//! of slow tasks in batch jobs (Flink's `SpeculativeScheduler`; off by default), and the trace
+//! digest.
 
 mod adaptive;
 pub mod api;
@@ -23,6 +25,7 @@ mod scheduler;
 mod scheduling_strategy;
 mod slot_assignment;
 mod slot_pool;
+mod speculative;
 mod trace;
 
 pub use adaptive::{AdaptiveError, VertexDecision};
@@ -33,3 +36,4 @@ pub use api::{
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 pub use scheduler::Scheduler;
+pub use speculative::{SpeculativeExecutionOptions, SpeculativeOptionsError, SpeculativeStats};

@@ -5,8 +5,10 @@
 //! each an `impl Scheduler` block over the same state: `scheduling_strategy.rs`
 //! (`PipelinedRegionSchedulingStrategy`), `slot_pool.rs` (slot sharing and the pending slot
 //! requests), `partition_release.rs` (`RegionPartitionGroupReleaseStrategy`),
-//! `failure_handling.rs` (failover: restart sets, back-off, cancel, reset, reschedule) and
-//! `trace.rs` (the digest of events and commands).
+//! `failure_handling.rs` (failover: restart sets, back-off, cancel, reset, reschedule),
+//! `speculative.rs` (speculative execution: slow task detection, speculative attempts, blocked
+//! nodes; hooked into finish, failure, reset and release, inert when off) and `trace.rs` (the
+//! digest of events and commands).
 
 use std::sync::Arc;
 
@@ -25,11 +27,13 @@ use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
 use crate::restart_backoff::{PendingRestart, RestartBackoff};
 use crate::scheduling_strategy::topology::SchedulingTopology;
 use crate::slot_pool::{SlotPool, NO_REQUEST};
+use crate::speculative::SpeculativeState;
 use crate::trace::TraceDigest;
 
 /// The scheduler of one job: Flink's `DefaultScheduler` with `PipelinedRegionSchedulingStrategy`,
 /// `RestartPipelinedRegionFailoverStrategy` and `RegionPartitionGroupReleaseStrategy`, as a
-/// deterministic state machine.
+/// deterministic state machine; with [`SchedulerConfig::speculative`] on, also Flink's
+/// `SpeculativeScheduler` for batch jobs (`speculative.rs`).
 ///
 /// Feed it [`Event`]s with [`handle`](Self::handle); it answers with [`Command`]s. It implements
 /// [`ProducerStates`] so that deployment descriptors can be built from it after each call.
@@ -112,6 +116,8 @@ pub struct Scheduler {
     /// Adaptive batch (`adaptive.rs`): what decides and grows a dynamic graph; `None` for a
     /// graph built whole.
     pub(crate) adaptive: Option<Box<AdaptiveState>>,
+    /// Speculative execution (`speculative.rs`); `None` when it is off.
+    pub(crate) speculative: Option<Box<SpeculativeState>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -165,6 +171,8 @@ impl Scheduler {
         let region_unfinished = regions.sizes().collect();
         let partitions = graph.num_partitions() as usize;
         let num_regions = regions.len();
+        let speculative =
+            SpeculativeState::new(config.speculative, graph.job_graph().job_type(), n);
         Scheduler {
             topology,
             source_regions,
@@ -205,6 +213,7 @@ impl Scheduler {
             pending_schedule: None,
             pending_finish: None,
             adaptive: None,
+            speculative,
             graph,
             regions,
         }
@@ -320,6 +329,7 @@ impl Scheduler {
             + heap_of(&self.request_epoch)
             + self.source_regions.capacity() * std::mem::size_of::<PipelinedRegionIndex>()
             + self.slots.heap_bytes()
+            + self.speculative.as_ref().map_or(0, |s| s.heap_bytes())
     }
 
     /// Applies one event at virtual time `now_ms` and returns the commands it causes. Due
@@ -352,6 +362,7 @@ impl Scheduler {
         // restarts a tick fires, or what the event itself schedules (a TaskManager loss fails
         // several tasks in turn, and is done whole).
         self.defer_schedule = matches!(event, Event::Tick);
+        self.expire_blocked_nodes(now_ms);
         self.fire_timers(now_ms)?;
         self.defer_schedule = matches!(
             event,
@@ -373,6 +384,8 @@ impl Scheduler {
                 let v = ExecutionVertexIndex(a.vertex);
                 if self.is_current(a) && self.state[v] == ExecutionState::Deploying {
                     self.state[v] = ExecutionState::Running;
+                } else {
+                    self.speculative_attempt_running(a);
                 }
             }
             Event::TaskFinished(a) => {
@@ -387,6 +400,8 @@ impl Scheduler {
                     )
                 {
                     self.vertex_finished(v, now_ms)?;
+                } else if self.status == JobStatus::Running && self.is_speculative_attempt(a) {
+                    self.speculative_attempt_finished(a, now_ms)?;
                 }
             }
             Event::TaskFailed(a, cause) => {
@@ -405,6 +420,8 @@ impl Scheduler {
                         _ => None,
                     };
                     self.vertex_failed(v, failed_partition, now_ms)?;
+                } else if self.status == JobStatus::Running && self.is_speculative_attempt(a) {
+                    self.speculative_attempt_failed(a, cause, now_ms)?;
                 }
             }
             Event::PartitionsLost(partitions) => {
@@ -425,6 +442,7 @@ impl Scheduler {
             Event::Tick => {}
             // Made a plain finish by `take_produced_bytes` above.
             Event::TaskFinishedWithBytes(..) => {}
+            Event::CheckSlowTasks => self.check_slow_tasks(now_ms),
             Event::Cancel => {
                 if !self.status.is_terminal() {
                     self.terminate(JobStatus::Canceled, None);
@@ -540,11 +558,12 @@ impl Scheduler {
 
     /// A task finished: its partitions hold all their data, its slot goes back, the release
     /// strategy and the scheduling strategy react.
-    fn vertex_finished(
+    pub(crate) fn vertex_finished(
         &mut self,
         v: ExecutionVertexIndex,
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
+        self.speculative_vertex_finishing(v, now_ms);
         self.state[v] = ExecutionState::Finished;
         self.release_slot(v);
         self.unfinished_vertices -= 1;
@@ -575,6 +594,7 @@ impl Scheduler {
         if status == JobStatus::Failed {
             self.set_status(JobStatus::Failing, reason.clone());
         }
+        self.cancel_all_speculative_attempts();
         for v in self.state.indices() {
             match self.state[v] {
                 ExecutionState::Deploying

@@ -109,6 +109,9 @@ impl Scheduler {
     /// of its sharing group uses or waits for it.
     pub(crate) fn release_slot(&mut self, v: ExecutionVertexIndex) {
         let had = self.allocation[v].take();
+        if self.release_own_slot(v, had) {
+            return;
+        }
         self.slots.release(&self.graph, v, had);
     }
 

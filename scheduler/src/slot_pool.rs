@@ -15,7 +15,7 @@
 //! already holds (slots in use by other regions free up when they finish); in a streaming job
 //! only the free ones (running streaming tasks occupy their slots indefinitely).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use conflux_deploy::{AllocationId, TaskManagerId, TaskManagerLocation};
 use conflux_graph::{ExecutionGraph, ExecutionVertexIndex, IndexVec, PipelinedRegionIndex};
@@ -75,6 +75,12 @@ pub(crate) struct SlotPool {
     /// Slots were freed or requested during the current call; the queue is served at its end,
     /// after cancellations and failovers, so that no slot goes to a task about to be cancelled.
     dirty: bool,
+    /// TaskManagers that give no new slots (slow nodes blocked by speculative execution;
+    /// always empty without it).
+    blocked: HashSet<u32>,
+    /// The free slots of blocked TaskManagers, keyed as `free`, kept out of it so that giving
+    /// out a slot never walks past them.
+    parked: BTreeSet<(u32, u32)>,
 }
 
 impl SlotPool {
@@ -114,6 +120,8 @@ impl SlotPool {
             queue: VecDeque::new(),
             bulk_checks: VecDeque::new(),
             dirty: false,
+            blocked: HashSet::new(),
+            parked: BTreeSet::new(),
         }
     }
 
@@ -173,6 +181,9 @@ impl SlotPool {
         let spread = self.spread;
         self.free
             .retain(|&(a, b)| (if spread { b } else { a }) != tm.0);
+        self.parked
+            .retain(|&(a, b)| (if spread { b } else { a }) != tm.0);
+        self.blocked.remove(&tm.0);
         for shared in self.shared.values_mut() {
             if shared.allocation.is_some_and(|a| a.task_manager == tm) {
                 shared.allocation = None;
@@ -271,9 +282,7 @@ impl SlotPool {
         &mut self,
     ) -> Option<Option<(AllocationId, Vec<ExecutionVertexIndex>)>> {
         let &key = self.queue.front()?;
-        if self.free.is_empty() {
-            return None;
-        }
+        let &free = self.free.first()?;
         self.queue.pop_front();
         let Some(shared) = self.shared.get_mut(&key) else {
             return Some(None);
@@ -282,7 +291,8 @@ impl SlotPool {
         if shared.waiting.is_empty() {
             return Some(None);
         }
-        let (a, b) = self.free.pop_first()?;
+        let (a, b) = free;
+        self.free.remove(&free);
         let (tm, slot) = if self.spread { (b, a) } else { (a, b) };
         let allocation = AllocationId {
             task_manager: TaskManagerId(tm),
@@ -313,14 +323,14 @@ impl SlotPool {
             shared.waiting.retain(|&w| w != v);
         }
         if shared.users == 0 && shared.waiting.is_empty() {
+            let queued = shared.queued;
             if let Some(allocation) = shared.allocation.take() {
                 if self.task_managers.contains_key(&allocation.task_manager) {
                     let (tm, slot) = (allocation.task_manager.0, allocation.slot);
-                    let key = if self.spread { (slot, tm) } else { (tm, slot) };
-                    self.free.insert(key);
+                    self.insert_free(tm, slot);
                 }
             }
-            if !shared.queued {
+            if !queued {
                 self.shared.remove(&key);
             }
             self.dirty = true;
@@ -342,5 +352,75 @@ impl SlotPool {
     /// Where a registered TaskManager is.
     pub(crate) fn location(&self, tm: TaskManagerId) -> Option<TaskManagerLocation> {
         self.task_managers.get(&tm).map(|(l, _)| *l)
+    }
+}
+
+/// Speculative execution's side of the pool: blocked TaskManagers and the slots of speculative
+/// attempts, which share with nobody (Flink gives them slots of their own).
+impl SlotPool {
+    /// A slot becomes free: parked while its TaskManager is blocked.
+    fn insert_free(&mut self, tm: u32, slot: u32) {
+        let key = self.free_key(tm, slot);
+        if self.blocked.contains(&tm) {
+            self.parked.insert(key);
+        } else {
+            self.free.insert(key);
+        }
+    }
+
+    /// Blocks or unblocks a TaskManager: while blocked, its free slots are parked and none is
+    /// given out. Unblocking marks the pool for serving at the end of the call. O(free slots)
+    /// when a TaskManager becomes blocked (its slots are found among the free ones), O(parked)
+    /// when it is unblocked; nothing when its state does not change.
+    pub(crate) fn set_blocked(&mut self, tm: TaskManagerId, blocked: bool) {
+        let spread = self.spread;
+        let of_tm = |&(a, b): &(u32, u32)| (if spread { b } else { a }) == tm.0;
+        if blocked {
+            if !self.blocked.insert(tm.0) {
+                return;
+            }
+            let moved: Vec<(u32, u32)> = self.free.iter().filter(|k| of_tm(k)).copied().collect();
+            for k in moved {
+                self.free.remove(&k);
+                self.parked.insert(k);
+            }
+        } else if self.blocked.remove(&tm.0) {
+            let moved: Vec<(u32, u32)> = self.parked.iter().filter(|k| of_tm(k)).copied().collect();
+            for k in moved {
+                self.parked.remove(&k);
+                self.free.insert(k);
+            }
+            self.dirty = true;
+        }
+    }
+
+    /// Takes the lowest free slot (of a TaskManager that is not blocked) that `allowed` accepts,
+    /// for a speculative attempt; `None` when there is none. The slot is shared with nobody;
+    /// [`return_slot`](Self::return_slot) gives it back. O(free slots refused).
+    pub(crate) fn take_free_slot(
+        &mut self,
+        allowed: impl Fn(TaskManagerId) -> bool,
+    ) -> Option<AllocationId> {
+        let spread = self.spread;
+        let key = self
+            .free
+            .iter()
+            .find(|&&(a, b)| allowed(TaskManagerId(if spread { b } else { a })))
+            .copied()?;
+        self.free.remove(&key);
+        let (tm, slot) = if spread { (key.1, key.0) } else { key };
+        Some(AllocationId {
+            task_manager: TaskManagerId(tm),
+            slot,
+        })
+    }
+
+    /// Gives back a slot [`take_free_slot`](Self::take_free_slot) handed out (dropped if its
+    /// TaskManager is gone).
+    pub(crate) fn return_slot(&mut self, allocation: AllocationId) {
+        if self.task_managers.contains_key(&allocation.task_manager) {
+            self.insert_free(allocation.task_manager.0, allocation.slot);
+            self.dirty = true;
+        }
     }
 }

@@ -67,6 +67,7 @@ impl TraceDigest {
             Event::Restart(vs) => (8, vs.len() as u64, vs.first().map_or(0, |v| u64::from(v.0))),
             Event::Tick => (9, 0, 0),
             Event::Cancel => (10, 0, 0),
+            Event::CheckSlowTasks => (18, 0, 0),
         };
         self.mix(tag);
         self.mix(a);
@@ -106,6 +107,13 @@ impl TraceDigest {
                 self.mix(17);
                 self.mix(u64::from(job_vertex.0));
                 self.mix(u64::from(*parallelism));
+            }
+            Command::DeploySpeculative { tasks } => {
+                self.mix(19);
+                for (a, s) in tasks {
+                    self.mix(attempt_word(a));
+                    self.mix((u64::from(s.task_manager.0) << 32) | u64::from(s.slot));
+                }
             }
             Command::JobStatus { status, .. } => {
                 self.mix(15);

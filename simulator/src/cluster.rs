@@ -24,10 +24,13 @@ use conflux_graph::{
 use rayon::prelude::*;
 
 use conflux_common::SplitMix64;
+use conflux_scheduler::{
+    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SpeculativeStats,
+};
 
 use crate::adaptive_report::AdaptiveReport;
 use crate::produced_bytes::{BytesModel, ProducedBytes};
-use conflux_scheduler::{Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig};
+use crate::slow::SlowTaskManagers;
 
 /// Where the simulated cluster's blobs live: a writer for the JobManager and one reader per
 /// TaskManager (its blob cache).
@@ -104,6 +107,10 @@ pub struct SimulationConfig {
     pub deployment: DeploymentConfig,
     /// Stop (and report RUNNING) after this much virtual time.
     pub max_virtual_ms: u64,
+    /// Slow TaskManagers (none by default). With speculative execution on
+    /// (`scheduler.speculative.enabled`), the simulator also sends the scheduler
+    /// `Event::CheckSlowTasks` every `slow-task-detector.check-interval`.
+    pub slow_task_managers: SlowTaskManagers,
 }
 
 impl SimulationConfig {
@@ -118,6 +125,7 @@ impl SimulationConfig {
             scheduler: SchedulerConfig::default(),
             deployment: DeploymentConfig::for_job_type(job_type),
             max_virtual_ms: 30 * 24 * 3_600_000,
+            slow_task_managers: SlowTaskManagers::default(),
         }
     }
 }
@@ -171,6 +179,8 @@ pub struct SimulationReport {
     pub faults_injected: (u64, u64, u64, u64),
     /// What an adaptive run ([`simulate_adaptive`]) decided; `None` for a graph built whole.
     pub adaptive: Option<AdaptiveReport>,
+    /// What speculative execution did (all zero when it is off).
+    pub speculative: SpeculativeStats,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -182,6 +192,7 @@ enum SimEvent {
     RegisterTaskManager(u32),
     RestartBlobServer,
     Tick,
+    CheckSlowTasks,
 }
 
 /// Logs the blob failures the factory handed back since the last call (it does no logging of
@@ -303,6 +314,7 @@ fn run(
         .task_managers
         .unwrap_or_else(|| slot_demand(&graph).div_ceil(slots))
         .max(1);
+    let slow = config.slow_task_managers.choose(config.seed, task_managers);
     let mut next_tm = task_managers;
     let mut alive: Vec<u32> = (0..task_managers).collect();
     let mut tm_side: HashMap<u32, TaskManagerSide> = HashMap::new();
@@ -327,6 +339,15 @@ fn run(
         let at = rng.between(1, horizon);
         push(&mut queue, at, SimEvent::RestartBlobServer);
     }
+    // The slow task detector's period, when speculative execution is on.
+    let check_interval = config
+        .scheduler
+        .speculative
+        .enabled
+        .then_some(config.scheduler.speculative.check_interval_ms.max(1));
+    if let Some(interval) = check_interval {
+        push(&mut queue, interval, SimEvent::CheckSlowTasks);
+    }
 
     let mut report = SimulationReport {
         status: JobStatus::Created,
@@ -345,6 +366,7 @@ fn run(
         task_managers: Vec::new(),
         faults_injected: (0, 0, 0, 0),
         adaptive: None,
+        speculative: SpeculativeStats::default(),
     };
     let mut total = u64::from(graph.num_execution_vertices());
     drop(graph);
@@ -381,6 +403,7 @@ fn run(
             // Taken after the calls and dropped before the next: the scheduler may grow it.
             let graph = Arc::clone(scheduler.graph());
             let mut deploys = Vec::new();
+            let mut speculative = Vec::new();
             for c in commands {
                 match c {
                     Command::JobVertexInitialized {
@@ -393,6 +416,7 @@ fn run(
                             .map_err(|e| e.to_string())?;
                     }
                     Command::Deploy { tasks, .. } => deploys.extend(tasks),
+                    Command::DeploySpeculative { tasks } => speculative.extend(tasks),
                     Command::ResetVertices(vertices) => {
                         for v in vertices {
                             for p in graph.produced_partitions(v) {
@@ -413,6 +437,11 @@ fn run(
                 scheduler.attempt(v) == *a
                     && scheduler.state(v) == conflux_deploy::ExecutionState::Deploying
             });
+            deploys.extend(
+                speculative
+                    .into_iter()
+                    .filter(|(a, _)| scheduler.is_speculative_attempt(*a)),
+            );
             if deploys.is_empty() {
                 continue;
             }
@@ -464,8 +493,12 @@ fn run(
             let mut group_finish: HashMap<u32, u64> = HashMap::new();
             for tdd in &tdds {
                 let a = tdd.execution_attempt;
-                let mut at =
-                    now + 1 + rng.between(config.task_duration_ms.0, config.task_duration_ms.1);
+                let mut duration =
+                    rng.between(config.task_duration_ms.0, config.task_duration_ms.1);
+                if slow.contains(&tdd.allocation.task_manager.0) {
+                    duration = config.slow_task_managers.slowed(duration);
+                }
+                let mut at = now + 1 + duration;
                 for gate in &tdd.input_gates {
                     if !gate.partition_type.must_be_pipelined_consumed() {
                         continue;
@@ -538,7 +571,7 @@ fn run(
             SimEvent::Running(a) => events.push(Event::TaskRunning(a)),
             SimEvent::Finished(a) => {
                 let v = ExecutionVertexIndex(a.vertex);
-                if scheduler.attempt(v) == a {
+                if scheduler.attempt(v) == a || scheduler.is_speculative_attempt(a) {
                     finished += 1;
                     observer.on_progress(finished.min(total), total);
                 }
@@ -586,6 +619,12 @@ fn run(
                 }
                 events.push(Event::Tick);
             }
+            SimEvent::CheckSlowTasks => {
+                events.push(Event::CheckSlowTasks);
+                if let Some(interval) = check_interval {
+                    push(&mut queue, now + interval, SimEvent::CheckSlowTasks);
+                }
+            }
         }
     }
 
@@ -601,6 +640,7 @@ fn run(
     report.restarts = scheduler.restarts();
     report.events = scheduler.events_handled();
     report.trace_digest = scheduler.trace_digest();
+    report.speculative = scheduler.speculative_stats();
     report.virtual_ms = now;
     report.deployment = factory.stats();
     let mut tms: Vec<(TaskManagerId, TaskManagerStats)> = tm_side

@@ -12,6 +12,7 @@ mod adaptive_report;
 pub mod cluster;
 mod produced_bytes;
 pub mod script;
+pub mod slow;
 
 pub use adaptive_report::{
     AdaptiveReport, BytesPerTask, SkewSplitReport, SkewedSubpartitionReport,
@@ -22,3 +23,4 @@ pub use cluster::{
     job_id_of, simulate, simulate_adaptive, slot_demand, BlobEnvironment, Faults,
     MemoryBlobEnvironment, Observer, SimulationConfig, SimulationReport, TaskManagerStats,
 };
+pub use slow::SlowTaskManagers;

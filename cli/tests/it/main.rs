@@ -13,6 +13,7 @@ mod output;
 mod plan;
 mod readme;
 mod run_dir;
+mod speculative;
 mod support;
 mod usage;
 mod viewer;

@@ -550,6 +550,9 @@ impl JobRun<'_> {
                     self.release(&partitions);
                 }
                 Command::JobStatus { status, .. } if status.is_terminal() => self.factory.clear(),
+                // The runtime does not run speculative execution: its scheduler is built with
+                // it off, so no speculative attempt is ever asked for.
+                Command::DeploySpeculative { .. } => {}
                 Command::Restart(_) | Command::JobStatus { .. } => {}
                 // The runtime runs undecided vertices at their estimate: its graphs never grow.
                 Command::JobVertexInitialized { .. } => {}

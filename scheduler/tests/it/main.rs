@@ -8,3 +8,4 @@ mod budget;
 mod events;
 mod failover_reference;
 mod slots;
+mod speculative;

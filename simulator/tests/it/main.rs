@@ -7,3 +7,4 @@ mod adaptive;
 mod flink_semantics;
 mod replay;
 mod simulation;
+mod speculative;

@@ -206,6 +206,17 @@ impl<'a> Checker<'a> {
                     self.state[v] = ExecutionState::Canceled;
                     call.cancelled.insert((a.vertex, a.attempt));
                 }
+                // The seeded runs checked here have speculative execution off (its own tests
+                // are `speculative.rs`): a speculative attempt is a bug.
+                Command::DeploySpeculative { tasks } => {
+                    return Err(Violation::new(
+                        "model",
+                        format!(
+                            "{} speculative attempt(s) with speculation off",
+                            tasks.len()
+                        ),
+                    ));
+                }
                 Command::ReleaseGroup { partitions, .. } => {
                     for &p in partitions {
                         self.available[self.graph.partition_index(p).idx()] = false;

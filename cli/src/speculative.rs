@@ -1,0 +1,83 @@
+//! `conflux run`'s speculative execution flags (Flink 1.20's `execution.batch.speculative.*`
+//! and `slow-task-detector.*` options) and the slow TaskManagers of its simulated cluster.
+
+use conflux_scheduler::SpeculativeExecutionOptions;
+use conflux_sim::SlowTaskManagers;
+
+use crate::Failure;
+
+/// Speculative execution and slow TaskManagers, flattened into `conflux run`'s flags.
+#[derive(clap::Args)]
+pub(crate) struct SpeculativeArgs {
+    /// Run speculative attempts of slow tasks (Flink's `execution.batch.speculative.enabled`;
+    /// batch jobs only).
+    #[arg(long)]
+    speculative: bool,
+    /// At most this many attempts of one task at once, the original included
+    /// (`execution.batch.speculative.max-concurrent-executions`).
+    #[arg(long, default_value_t = 2)]
+    speculative_max_concurrent_executions: u32,
+    /// How long a TaskManager that ran a slow task gives no new slots, ms
+    /// (`execution.batch.speculative.block-slow-node-duration`; 0 blocks nothing).
+    #[arg(long, default_value_t = 60_000)]
+    speculative_block_slow_node_duration_ms: u64,
+    /// How often slow tasks are looked for, ms (`slow-task-detector.check-interval`).
+    #[arg(long, default_value_t = 1_000)]
+    slow_task_check_interval_ms: u64,
+    /// A task that ran shorter than this is never slow, ms
+    /// (`slow-task-detector.execution-time.baseline-lower-bound`).
+    #[arg(long, default_value_t = 60_000)]
+    slow_task_baseline_lower_bound_ms: u64,
+    /// Share of a vertex's tasks that must have finished before its tasks can be slow, in
+    /// [0, 1) (`slow-task-detector.execution-time.baseline-ratio`).
+    #[arg(long, default_value_t = 0.75)]
+    slow_task_baseline_ratio: f64,
+    /// A task is slow past the median execution time of the first finished ones times this
+    /// (`slow-task-detector.execution-time.baseline-multiplier`).
+    #[arg(long, default_value_t = 1.5)]
+    slow_task_baseline_multiplier: f64,
+    /// TaskManagers whose tasks take --slowdown times as long (a seeded choice among those
+    /// started with the job).
+    #[arg(long, default_value_t = 0)]
+    slow_task_managers: u32,
+    /// How many times as long tasks take on a slow TaskManager (at least 1).
+    #[arg(long, default_value_t = 10.0)]
+    slowdown: f64,
+}
+
+impl SpeculativeArgs {
+    /// The scheduler's speculative execution options.
+    ///
+    /// # Errors
+    /// An input failure naming an option out of its range.
+    pub(crate) fn options(&self) -> Result<SpeculativeExecutionOptions, Failure> {
+        let options = SpeculativeExecutionOptions {
+            enabled: self.speculative,
+            max_concurrent_executions: self.speculative_max_concurrent_executions,
+            block_slow_node_duration_ms: self.speculative_block_slow_node_duration_ms,
+            check_interval_ms: self.slow_task_check_interval_ms,
+            baseline_lower_bound_ms: self.slow_task_baseline_lower_bound_ms,
+            baseline_ratio: self.slow_task_baseline_ratio,
+            baseline_multiplier: self.slow_task_baseline_multiplier,
+        };
+        options.validate().map_err(Failure::input)?;
+        Ok(options)
+    }
+
+    /// The simulated cluster's slow TaskManagers.
+    ///
+    /// # Errors
+    /// An input failure for a slowdown below 1 (or not a number).
+    pub(crate) fn slow_task_managers(&self) -> Result<SlowTaskManagers, Failure> {
+        if !(self.slowdown >= 1.0 && self.slowdown.is_finite()) {
+            return Err(Failure::Input(anyhow::anyhow!(
+                "--slowdown {} is not a factor of at least 1",
+                self.slowdown
+            )));
+        }
+        Ok(SlowTaskManagers {
+            count: self.slow_task_managers,
+            slowdown: self.slowdown,
+        })
+    }
+}

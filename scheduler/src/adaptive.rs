@@ -422,15 +422,7 @@ impl Scheduler {
         grown: Vec<PipelinedRegionIndex>,
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
-        let mut groups = Vec::new();
-        self.round = self.round.wrapping_add(1);
-        for g in ready_groups {
-            if self.group_visited_round[g] == self.round {
-                continue;
-            }
-            self.group_visited_round[g] = self.round;
-            groups.push(g);
-        }
+        let groups = self.once_per_call(ready_groups);
         let mut run = ScheduleRun::of_groups(groups, now_ms);
         run.candidates = grown;
         self.maybe_schedule_regions(run)

@@ -149,13 +149,12 @@ impl Scheduler {
         Ok(true)
     }
 
-    /// Schedules the consumer regions of groups that became consumable when a producer
-    /// finished (each group looked at once per call).
-    pub(crate) fn schedule_consumers_of(
+    /// `ready_groups` without repeats, in order: a new round, in which each group is taken the
+    /// first time only.
+    pub(crate) fn once_per_call(
         &mut self,
         ready_groups: Vec<ConsumedPartitionGroupId>,
-        now_ms: u64,
-    ) -> Result<(), SchedulerError> {
+    ) -> Vec<ConsumedPartitionGroupId> {
         let mut groups = Vec::new();
         self.round = self.round.wrapping_add(1);
         for g in ready_groups {
@@ -165,6 +164,17 @@ impl Scheduler {
             self.group_visited_round[g] = self.round;
             groups.push(g);
         }
+        groups
+    }
+
+    /// Schedules the consumer regions of groups that became consumable when a producer
+    /// finished (each group looked at once per call).
+    pub(crate) fn schedule_consumers_of(
+        &mut self,
+        ready_groups: Vec<ConsumedPartitionGroupId>,
+        now_ms: u64,
+    ) -> Result<(), SchedulerError> {
+        let groups = self.once_per_call(ready_groups);
         // No candidates, no run (listing them changes no state).
         if groups.is_empty() {
             return Ok(());

@@ -23,12 +23,11 @@ pub const DEFAULT_HANDSHAKE_TIMEOUT_MS: u64 = 10_000;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1_024;
 /// A client connection with no request for this long is closed, ms.
 pub const DEFAULT_CLIENT_IDLE_TIMEOUT_MS: u64 = 60_000;
-/// The JobManager's default [`SchedulerConfig::work_budget`]: 2^17 work units, a quarter of the
-/// scheduler's default (about 1 ms of one core per call at 100k x 100k). The runtime shares its
-/// cores with TaskManagers and network tasks, so a call is often preempted; a shorter slice keeps
-/// the longest call's wall time low. The more calls cost little: the work is the same, and a
-/// call's fixed cost is microseconds.
-pub const DEFAULT_RUNTIME_WORK_BUDGET: u32 = 1 << 17;
+/// The JobManager's default [`SchedulerConfig::work_budget`]: the scheduler's default, 2^17 work
+/// units (about 1 ms of one core per call at 100k x 100k). The runtime shares its cores with
+/// TaskManagers and network tasks, so a call is often preempted; a short slice keeps the
+/// longest call's wall time low.
+pub const DEFAULT_RUNTIME_WORK_BUDGET: u32 = conflux_scheduler::api::DEFAULT_WORK_BUDGET;
 
 /// Heartbeat settings (Flink's `heartbeat.interval` and `heartbeat.timeout`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -14,14 +14,15 @@ use crate::speculative::SpeculativeExecutionOptions;
 /// Flink's `slot.request.timeout` default: 5 minutes.
 pub const DEFAULT_SLOT_REQUEST_TIMEOUT_MS: u64 = 300_000;
 
-/// Default of [`SchedulerConfig::work_budget`]: 2^19 work units per handler call, about 16,000
-/// regions of one vertex scheduled, or as many shared slots served, or 32,000 deployed, or
-/// 500,000 candidates looked at: 3-5 ms on one core of a release build (measured on the
+/// Default of [`SchedulerConfig::work_budget`]: 2^17 work units per handler call, about 4,000
+/// regions of one vertex scheduled, or as many shared slots served, or 8,000 deployed, or
+/// 130,000 candidates looked at: about 1 ms on one core of a release build (measured on the
 /// 100k x 100k blocking word count, whose unbounded calls took 50-70 ms on the same machine).
-/// Also large enough that a 4,000-region step or one 8,000-vertex region still fits one call.
-/// Not a Flink setting: Flink's scheduler does a whole scheduling round in one go in the
-/// JobMaster's main thread.
-pub const DEFAULT_WORK_BUDGET: u32 = 1 << 19;
+/// At 2^19 (3-5 ms of work) `conflux run`'s longest call at 100k was 11-17 ms of wall time on
+/// this 2-core machine; at 2^17, 6-8 ms, for the same total time. Also large enough that a
+/// 1,000-region step or one 2,000-vertex region still fits one call. Not a Flink setting:
+/// Flink's scheduler does a whole scheduling round in one go in the JobMaster's main thread.
+pub const DEFAULT_WORK_BUDGET: u32 = 1 << 17;
 
 /// Settings of a [`Scheduler`](crate::Scheduler).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -295,8 +295,13 @@ fn region_to_restart_benchmark_shape_through_the_scheduler() {
             id: TaskManagerId(0),
             data_address: ([10, 0, 0, 1], 6121).into(),
         };
+        // A call and its continuations (a driver finishes owed work before its next event).
         let handle = |scheduler: &mut Scheduler, event: Event| {
-            scheduler.handle(0, event).expect("valid event")
+            let mut commands = scheduler.handle(0, event).expect("valid event");
+            while scheduler.has_pending_work() {
+                commands.extend(scheduler.continue_work().expect("continues"));
+            }
+            commands
         };
         handle(
             &mut scheduler,

@@ -98,8 +98,6 @@ pub(crate) fn run(
 
     let config = simulation_config(graph.job_graph().job_type(), options);
     let total = u64::from(graph.num_execution_vertices());
-    let bar = progress_bar(options, total);
-    let mut progress = Progress(bar.as_ref(), total);
     tracing::debug!(
         phase = "run",
         task_managers = ?config.task_managers,
@@ -107,17 +105,15 @@ pub(crate) fn run(
         seed = config.seed,
         "running the job on the simulated cluster"
     );
-    let report = sim::simulate(
-        Arc::clone(&graph),
-        Arc::clone(&regions),
-        &config,
-        blobs,
-        &mut progress,
-    )
-    .map_err(|e| Failure::Work(anyhow!(e)))?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    let report = with_progress(options, total, |progress| {
+        sim::simulate(
+            Arc::clone(&graph),
+            Arc::clone(&regions),
+            &config,
+            blobs,
+            progress,
+        )
+    })?;
     let done = Instant::now();
     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
     tracing::debug!(
@@ -155,6 +151,24 @@ fn simulation_config(job_type: conflux_graph::JobType, options: &RunOptions) -> 
     config.scheduler.speculative = options.speculative;
     config.slow_task_managers = options.slow_task_managers;
     config
+}
+
+/// Runs a simulation with a progress bar over `total` tasks when asked for, cleared when it
+/// ends; its error is the run's failure.
+fn with_progress<E>(
+    options: &RunOptions,
+    total: u64,
+    simulate: impl FnOnce(&mut Progress<'_>) -> Result<sim::SimulationReport, E>,
+) -> Result<sim::SimulationReport, Failure>
+where
+    E: std::fmt::Display,
+{
+    let bar = progress_bar(options, total);
+    let report = simulate(&mut Progress(bar.as_ref(), total));
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    report.map_err(|e| Failure::Work(anyhow!("{e}")))
 }
 
 /// A progress bar over `total` tasks, when asked for.
@@ -216,20 +230,16 @@ fn run_adaptive(
         .iter()
         .map(|v| u64::from(v.parallelism))
         .sum();
-    let bar = progress_bar(options, estimate);
-    let mut progress = Progress(bar.as_ref(), estimate);
-    let report = sim::simulate_adaptive(
-        job,
-        conflux_adaptive::BatchExecutionOptions::default(),
-        options.bytes,
-        &config,
-        blobs,
-        &mut progress,
-    )
-    .map_err(|e| Failure::Work(anyhow!(e)))?;
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
+    let report = with_progress(options, estimate, |progress| {
+        sim::simulate_adaptive(
+            job,
+            conflux_adaptive::BatchExecutionOptions::default(),
+            options.bytes,
+            &config,
+            blobs,
+            progress,
+        )
+    })?;
     let done = Instant::now();
     let total = report
         .adaptive

@@ -47,7 +47,7 @@ impl KeyedWriter {
         &mut self,
         sub: u32,
         record: &[u8],
-        full: &mut impl FnMut(u32, &[u8]) -> Result<(), E>,
+        full: &mut (impl FnMut(u32, &[u8]) -> Result<(), E> + ?Sized),
     ) -> Result<(), E> {
         let s = sub as usize;
         let n = record.len();
@@ -85,7 +85,7 @@ impl KeyedWriter {
         &mut self,
         sub: u32,
         word: &str,
-        full: &mut impl FnMut(u32, &[u8]) -> Result<(), E>,
+        full: &mut (impl FnMut(u32, &[u8]) -> Result<(), E> + ?Sized),
     ) -> Result<(), E> {
         let s = sub as usize;
         let n = match encode(word, &mut self.buffers[s][self.lens[s]..]) {
@@ -109,7 +109,7 @@ impl KeyedWriter {
     /// The error of `full` as is.
     pub fn flush<E>(
         &mut self,
-        full: &mut impl FnMut(u32, &[u8]) -> Result<(), E>,
+        full: &mut (impl FnMut(u32, &[u8]) -> Result<(), E> + ?Sized),
     ) -> Result<(), E> {
         for (s, buf) in self.buffers.iter().enumerate() {
             if self.lens[s] > 0 {

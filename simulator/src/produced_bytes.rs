@@ -39,10 +39,10 @@ impl Default for BytesModel {
     }
 }
 
-/// The bytes of one simulated run: per job vertex the total it reads, per data set the Zipf
-/// weights (computed when first needed).
+/// The bytes of one simulated run (or of the synthetic tasks of a cluster run): per job vertex
+/// the total it reads, per data set the Zipf weights (computed when first needed).
 #[derive(Debug)]
-pub(crate) struct ProducedBytes {
+pub struct ProducedBytes {
     model: BytesModel,
     seed: u64,
     /// Per job vertex, the bytes all its subtasks read together.
@@ -53,7 +53,7 @@ pub(crate) struct ProducedBytes {
 
 impl ProducedBytes {
     /// The totals of every job vertex, in topological order. O(V + E).
-    pub(crate) fn new(graph: &ExecutionGraph, model: BytesModel, seed: u64) -> ProducedBytes {
+    pub fn new(graph: &ExecutionGraph, model: BytesModel, seed: u64) -> ProducedBytes {
         let job = graph.job_graph();
         let mut total_in = vec![0u64; job.vertices().len()];
         for j in job.vertex_indices() {
@@ -77,7 +77,7 @@ impl ProducedBytes {
     }
 
     /// The bytes subtask `subtask` of `j` reads. O(decisions).
-    pub(crate) fn read(&self, scheduler: &Scheduler, j: JobVertexIndex, subtask: u32) -> u64 {
+    pub fn read(&self, scheduler: &Scheduler, j: JobVertexIndex, subtask: u32) -> u64 {
         if let Some(d) = scheduler
             .decisions()
             .iter()
@@ -93,7 +93,7 @@ impl ProducedBytes {
     /// What a finished subtask reports: per data set its vertex produces, the bytes per
     /// subpartition where a decision reads them (else empty). `None` when no decision reads
     /// any (a plain finish). O(subpartitions of those data sets).
-    pub(crate) fn report(
+    pub fn report(
         &mut self,
         scheduler: &Scheduler,
         j: JobVertexIndex,

@@ -98,6 +98,10 @@ async fn synthetic(task: SyntheticTask) -> Result<TaskMetrics, TaskState> {
             partition_not_found: None,
         })
     } else {
-        Ok(TaskMetrics::default())
+        // A synthetic task writes nothing: it reports the bytes it was told it wrote.
+        Ok(TaskMetrics {
+            produced_bytes: task.produced_bytes,
+            ..TaskMetrics::default()
+        })
     }
 }

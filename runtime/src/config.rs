@@ -157,6 +157,11 @@ pub struct TaskManagerConfig {
     pub data_max_connections: usize,
     /// A data connection with no open channel and no frame for this long is closed, ms.
     pub data_idle_timeout_ms: u64,
+    /// How many times as long its tasks take, a factor of at least 1 (default 1): a slow
+    /// TaskManager, for tests and demonstrations of speculative execution. A synthetic task
+    /// sleeps its duration times this; a word count task, once its work is done, sleeps the
+    /// time it took times `slowdown - 1` before it reports FINISHED.
+    pub slowdown: f64,
 }
 
 impl TaskManagerConfig {
@@ -175,6 +180,7 @@ impl TaskManagerConfig {
             data_dir_max_bytes: None,
             data_max_connections: DEFAULT_MAX_CONNECTIONS,
             data_idle_timeout_ms: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
+            slowdown: 1.0,
         }
     }
 }

@@ -343,6 +343,7 @@ fn run_jobs(
         registry: &shared.registry,
         blob_writer,
         rpc_timeout_ms: shared.config.rpc.timeout_ms,
+        speculative: shared.config.scheduler.speculative,
     };
     while let Ok(job) = queue.recv() {
         let (sender, events) = mpsc::channel();

@@ -96,6 +96,43 @@ pub struct JobReport {
     /// estimate; absent for a job without undecided vertices.
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<AdaptiveJobReport>,
+    /// What speculative execution did (the keys of `conflux run`'s `speculative_attempts`).
+    #[serde(default)]
+    pub speculative_attempts: SpeculativeAttemptsReport,
+}
+
+/// What speculative execution did in a job (Flink reports the winners as
+/// `numEffectiveSpeculativeExecutions`); all zero when it is off.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SpeculativeAttemptsReport {
+    /// Whether it was on for the job (`--speculative`, batch jobs only).
+    pub enabled: bool,
+    /// Speculative attempts deployed.
+    pub started: u64,
+    /// Vertices finished by a speculative attempt (it won its race, or carried on after the
+    /// original failed).
+    pub won: u64,
+    /// Speculative attempts cancelled: another attempt of their vertex finished first, a
+    /// failover restarted their vertex, or the job ended.
+    pub cancelled: u64,
+    /// Speculative attempts that failed (their TaskManager lost included).
+    pub failed: u64,
+}
+
+impl SpeculativeAttemptsReport {
+    /// The report of a job whose scheduler counted `stats`.
+    pub(crate) fn new(
+        enabled: bool,
+        stats: conflux_scheduler::SpeculativeStats,
+    ) -> SpeculativeAttemptsReport {
+        SpeculativeAttemptsReport {
+            enabled,
+            started: stats.started,
+            won: stats.won,
+            cancelled: stats.cancelled,
+            failed: stats.failed,
+        }
+    }
 }
 
 /// What an adaptive batch job decided at run time; the keys of `conflux run`'s report.

@@ -41,7 +41,8 @@ use wordcount::{WordCountContext, WordCountShared};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TaskManagerError {
-    /// Its data directory or data server could not be set up.
+    /// Its data directory or data server could not be set up, or its configuration is out of
+    /// range (a slowdown below 1).
     #[error("TaskManager set-up: {0}")]
     Setup(String),
     /// The JobManager refused it for a reason retrying cannot fix (protocol version, token).
@@ -67,6 +68,8 @@ pub(crate) struct SessionContext {
     pub(crate) running: Mutex<HashMap<ExecutionAttemptId, AbortHandle>>,
     /// What word count tasks use: partitions, caches.
     pub(crate) wordcount: WordCountContext,
+    /// How many times as long tasks take (see [`TaskManagerConfig::slowdown`]).
+    pub(crate) slowdown: f64,
     /// The last peak RSS read and when.
     rss: Mutex<(std::time::Instant, u64)>,
 }
@@ -106,7 +109,8 @@ impl TaskManager {
     /// stop. Must be called within a multi-thread tokio runtime.
     ///
     /// # Errors
-    /// [`TaskManagerError::Setup`] when the data directory or data server cannot be set up;
+    /// [`TaskManagerError::Setup`] when the data directory or data server cannot be set up, or
+    /// the slowdown is not a factor of at least 1;
     /// [`TaskManagerError::Refused`] when the JobManager speaks another protocol version or
     /// refuses the token.
     pub async fn run(
@@ -114,6 +118,12 @@ impl TaskManager {
         shutdown: impl std::future::Future<Output = ()>,
     ) -> Result<(), TaskManagerError> {
         tokio::pin!(shutdown);
+        if !(config.slowdown >= 1.0 && config.slowdown.is_finite()) {
+            return Err(TaskManagerError::Setup(format!(
+                "slowdown {} is not a factor of at least 1",
+                config.slowdown
+            )));
+        }
         std::fs::create_dir_all(&config.data_dir).map_err(|e| {
             TaskManagerError::Setup(format!("data directory {}: {e}", config.data_dir.display()))
         })?;
@@ -260,6 +270,7 @@ async fn session(
         updates: updates_tx,
         running: Mutex::new(HashMap::new()),
         wordcount,
+        slowdown: config.slowdown,
         rss: Mutex::new((std::time::Instant::now(), 0)),
     });
     let peer = config.jobmanager.as_str();
@@ -281,7 +292,7 @@ async fn session(
     let end = loop {
         let next = tokio::select! {
             next = next_frame(&mut stream, peer, frame, "heartbeat or task", timeout) => next,
-            () = side.lost.notified() => break SessionEnd::Lost(format!("no heartbeat request for {} ms", timeout.as_millis())),
+            () = side.lost.notified() => break SessionEnd::Lost(side.take_reason()),
             () = &mut shutdown => break SessionEnd::Shutdown,
         };
         let body = match next {
@@ -389,6 +400,27 @@ struct HeartbeatSide {
     alive: std::sync::atomic::AtomicBool,
     /// Signalled when the JobManager stops asking (or the connection fails after it was open).
     lost: tokio::sync::Notify,
+    /// Why the heartbeat connection ended, set before `lost` is signalled.
+    reason: Mutex<Option<String>>,
+}
+
+impl HeartbeatSide {
+    fn take_reason(&self) -> String {
+        lock(&self.reason)
+            .take()
+            .unwrap_or_else(|| "the heartbeat connection ended".into())
+    }
+}
+
+/// Why the heartbeat connection ended, from the error that ended it: a JobManager that stopped
+/// asking (`timeout`) is told apart from a connection that closed or failed.
+fn heartbeat_end_reason(e: &RpcError, timeout: Duration) -> String {
+    match e {
+        RpcError::Timeout { .. } => {
+            format!("no heartbeat request for {} ms", timeout.as_millis())
+        }
+        e => format!("heartbeat connection: {e}"),
+    }
 }
 
 /// Opens the heartbeat connection and answers every request on it at once. If it cannot be
@@ -429,7 +461,7 @@ async fn heartbeat_connection(
     let reason = loop {
         let body = match next_frame(&mut conn, peer, frame, "heartbeat request", timeout).await {
             Ok(body) => body,
-            Err(e) => break e.to_string(),
+            Err(e) => break heartbeat_end_reason(&e, timeout),
         };
         match decode(&body, peer, frame, "heartbeat request") {
             Ok(ToTaskManager::HeartbeatRequest { seq }) => {
@@ -438,15 +470,16 @@ async fn heartbeat_connection(
                     stats: ctx.stats(),
                 };
                 if let Err(e) = conn.send(encode(&answer)).await {
-                    break e.to_string();
+                    break format!("heartbeat connection: {e}");
                 }
             }
             Ok(other) => break format!("{other:?} on the heartbeat connection"),
-            Err(e) => break e.to_string(),
+            Err(e) => break heartbeat_end_reason(&e, timeout),
         }
         frame += 1;
     };
     tracing::debug!("heartbeat connection ended: {reason}");
+    *lock(&side.reason) = Some(reason);
     side.alive.store(false, Ordering::Relaxed);
     side.lost.notify_one();
 }
@@ -455,4 +488,34 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a heartbeat connection that closed was reported as 50 s without a
+    /// heartbeat request.
+    #[test]
+    fn the_end_of_the_heartbeat_connection_says_why() {
+        let timeout = Duration::from_millis(50_000);
+        let closed = RpcError::Closed("127.0.0.1:6123".into());
+        assert_eq!(
+            heartbeat_end_reason(&closed, timeout),
+            "heartbeat connection: 127.0.0.1:6123 closed the connection"
+        );
+        let silent = RpcError::Timeout {
+            peer: "127.0.0.1:6123".into(),
+            what: "heartbeat request",
+            ms: 50_000,
+        };
+        assert_eq!(
+            heartbeat_end_reason(&silent, timeout),
+            "no heartbeat request for 50000 ms"
+        );
+        let side = HeartbeatSide::default();
+        *lock(&side.reason) = Some("heartbeat connection: reset".into());
+        assert_eq!(side.take_reason(), "heartbeat connection: reset");
+        assert_eq!(side.take_reason(), "the heartbeat connection ended");
+    }
 }

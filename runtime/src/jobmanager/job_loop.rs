@@ -3,7 +3,10 @@
 //!
 //! Deployment descriptors are built on rayon after each scheduler call (never inside it), and
 //! encoded there too; the loop only queues the frames. Heartbeats and connections are handled
-//! elsewhere, so a long call here delays scheduling, never a heartbeat answer.
+//! elsewhere, so a long call here delays scheduling, never a heartbeat answer. Speculative
+//! attempts (batch jobs with speculative execution on) are tracked in `job_loop/speculative.rs`.
+
+mod speculative;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -20,7 +23,10 @@ use conflux_graph::dynamic::first_dynamic_vertex;
 use conflux_graph::{
     ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph, PipelinedRegions,
 };
-use conflux_scheduler::{Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig};
+use conflux_scheduler::{
+    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig,
+    SpeculativeExecutionOptions,
+};
 use conflux_sim::{BytesModel, ProducedBytes};
 use rayon::prelude::*;
 
@@ -32,8 +38,11 @@ use crate::protocol::{
     JobOptions, PartitionRef, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToTaskManager,
     WordCountRole, WordCountTask,
 };
-use crate::report::{AdaptiveJobReport, JobReport, TaskManagerReport, WallMs};
+use crate::report::{
+    AdaptiveJobReport, JobReport, SpeculativeAttemptsReport, TaskManagerReport, WallMs,
+};
 use crate::rss::peak_rss_bytes;
+use speculative::SpeculativeRuns;
 
 /// What the loop hears from the rest of the JobManager.
 #[derive(Debug)]
@@ -44,7 +53,8 @@ pub(crate) enum LoopEvent {
     },
     TaskManagerLost(TaskManagerId),
     /// Messages about tasks name the TaskManager they came from and the job: only the
-    /// TaskManager the current attempt of the running job was deployed to is heard.
+    /// TaskManager the current attempt (or a live speculative attempt) of the running job was
+    /// deployed to is heard.
     Acknowledged {
         from: TaskManagerId,
         job: JobId,
@@ -120,6 +130,8 @@ pub(crate) struct LoopContext<'a> {
     pub(crate) registry: &'a Registry,
     pub(crate) blob_writer: Arc<dyn BlobWriter>,
     pub(crate) rpc_timeout_ms: u64,
+    /// Speculative execution (off by default), for the slow task detector's period.
+    pub(crate) speculative: SpeculativeExecutionOptions,
 }
 
 const NO_TASK_MANAGER: u32 = u32::MAX;
@@ -132,8 +144,11 @@ struct JobRun<'a> {
     /// What synthetic tasks report as written, when a run-time decision reads it.
     synthetic_bytes: Option<ProducedBytes>,
     started: Instant,
-    /// Per execution vertex, the TaskManager of its current attempt.
+    /// Per execution vertex, the TaskManager of its current attempt (where its partitions
+    /// live once it finished).
     deployed_on: Vec<u32>,
+    /// The slow task detector's timer and the TaskManagers of speculative attempts.
+    speculative: SpeculativeRuns,
     tasks_per_task_manager: HashMap<TaskManagerId, u64>,
     participants: BTreeSet<TaskManagerId>,
     /// Submissions awaiting their acknowledgement, with their deadlines (ms since `started`),
@@ -215,6 +230,7 @@ pub(crate) fn run_job(
         ProducedBytes::new(&graph, model, job.options.seed)
     });
     let deployed_on = vec![NO_TASK_MANAGER; graph.num_execution_vertices() as usize];
+    let speculative = SpeculativeRuns::new(&ctx.speculative, graph.job_graph().job_type());
     // The scheduler is the graph's only owner while it runs, so that growing it copies nothing.
     drop(graph);
     let mut run = JobRun {
@@ -225,6 +241,7 @@ pub(crate) fn run_job(
         synthetic_bytes,
         started: Instant::now(),
         deployed_on,
+        speculative,
         tasks_per_task_manager: HashMap::new(),
         participants: BTreeSet::new(),
         pending_acks: HashMap::new(),
@@ -320,6 +337,10 @@ pub(crate) fn run_job(
         kill_skipped: None,
         data: run.data.report(&job.tasks, &graph),
         adaptive: AdaptiveJobReport::collect(&run.scheduler, estimate_reason),
+        speculative_attempts: SpeculativeAttemptsReport::new(
+            run.speculative.enabled(),
+            run.scheduler.speculative_stats(),
+        ),
     }
 }
 
@@ -377,6 +398,8 @@ impl JobRun<'_> {
                     Ok(mut commands) => {
                         self.finish_owed_work(&mut commands);
                         self.apply(commands);
+                        self.speculative
+                            .follow(&self.scheduler, &mut self.deployed_on);
                     }
                     // Events come from the network: a late or duplicate one is logged, never
                     // fatal.
@@ -387,9 +410,16 @@ impl JobRun<'_> {
                 return;
             }
             let now = self.now_ms();
+            // Due whether or not messages keep the loop busy: a busy loop is when slow tasks
+            // matter.
+            if self.speculative.check_due(now) {
+                self.push(Event::CheckSlowTasks);
+                continue;
+            }
             let deadline = [
                 self.scheduler.next_timer(),
                 self.ack_deadlines.front().map(|(d, _)| *d),
+                self.speculative.next_check_ms(),
             ]
             .into_iter()
             .flatten()
@@ -447,6 +477,8 @@ impl JobRun<'_> {
             if let Ok(mut commands) = self.scheduler.handle(now, event) {
                 self.finish_owed_work(&mut commands);
                 self.apply(commands);
+                self.speculative
+                    .follow(&self.scheduler, &mut self.deployed_on);
             }
         }
     }
@@ -462,7 +494,7 @@ impl JobRun<'_> {
                 continue;
             }
             self.pending_acks.remove(&attempt);
-            if self.is_current(attempt) && !self.state_of(attempt).is_terminal() {
+            if self.is_live(attempt) {
                 self.rpc_timeouts += 1;
                 tracing::warn!(
                     job = %self.job.id,
@@ -481,13 +513,24 @@ impl JobRun<'_> {
             && self.scheduler.attempt(ExecutionVertexIndex(attempt.vertex)) == attempt
     }
 
+    /// Whether `attempt` runs or is about to, as the scheduler sees it: its vertex's current
+    /// attempt in a state that is not terminal, or a live speculative attempt.
+    fn is_live(&self, attempt: ExecutionAttemptId) -> bool {
+        (self.is_current(attempt) && !self.state_of(attempt).is_terminal())
+            || self.scheduler.is_speculative_attempt(attempt)
+    }
+
     /// Whether a message about `attempt` comes from where it runs: this job, its current
-    /// attempt, the TaskManager it was deployed to. Anything else (a late message of an earlier
-    /// job or attempt, a peer that does not run it) is dropped.
+    /// attempt on the TaskManager it was deployed to, or a live speculative attempt on its own
+    /// TaskManager. Anything else (a late message of an earlier job or attempt, of a
+    /// speculative attempt that lost its race, a peer that does not run it) is dropped.
     fn is_from_owner(&self, from: TaskManagerId, job: JobId, attempt: ExecutionAttemptId) -> bool {
         let owner = job == self.job.id
-            && self.is_current(attempt)
-            && self.deployed_on[attempt.vertex as usize] == from.0;
+            && if self.is_current(attempt) {
+                self.deployed_on[attempt.vertex as usize] == from.0
+            } else {
+                self.speculative.runs_on(attempt) == Some(from)
+            };
         if !owner {
             tracing::debug!(job = %self.job.id, task_manager = %from, vertex = attempt.vertex, "message about a task it does not run dropped");
         }
@@ -539,7 +582,7 @@ impl JobRun<'_> {
                 }
                 self.pending_acks.remove(&attempt);
                 let reason = refused?;
-                if !self.is_current(attempt) || self.state_of(attempt).is_terminal() {
+                if !self.is_live(attempt) {
                     return None;
                 }
                 tracing::warn!(job = %self.job.id, vertex = attempt.vertex, "task refused: {reason}");
@@ -555,14 +598,22 @@ impl JobRun<'_> {
                 if !self.is_from_owner(from, job, attempt) {
                     return None;
                 }
-                self.data.on_state(
-                    &self.job.tasks,
-                    self.scheduler.graph(),
-                    attempt,
-                    &state,
-                    &metrics,
-                );
+                let speculative = !self.is_current(attempt);
+                // A speculative attempt starting is no re-run.
+                if !(speculative && matches!(state, TaskState::Running)) {
+                    self.data.on_state(
+                        &self.job.tasks,
+                        self.scheduler.graph(),
+                        attempt,
+                        &state,
+                        &metrics,
+                    );
+                }
                 self.pending_acks.remove(&attempt);
+                if speculative {
+                    // The scheduler tells a speculative attempt's events from stale ones.
+                    return self.speculative_event(attempt, state, metrics);
+                }
                 let current = self.state_of(attempt);
                 match state {
                     TaskState::Running if current == ExecutionState::Deploying => {
@@ -570,36 +621,13 @@ impl JobRun<'_> {
                         Some(Event::TaskRunning(attempt))
                     }
                     TaskState::Finished if current == ExecutionState::Running => {
-                        // Bytes only where a run-time decision reads them.
-                        Some(
-                            if metrics.produced_bytes.is_empty() || !self.scheduler.is_adaptive() {
-                                Event::TaskFinished(attempt)
-                            } else {
-                                Event::TaskFinishedWithBytes(attempt, metrics.produced_bytes)
-                            },
-                        )
+                        Some(self.finished_event(attempt, metrics))
                     }
                     TaskState::Failed {
                         reason,
                         partition_not_found,
                     } if !current.is_terminal() => {
-                        tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, "task failed: {reason}");
-                        self.last_task_failure = Some(format!(
-                            "{}: {reason}",
-                            self.scheduler
-                                .graph()
-                                .execution_vertex_name(ExecutionVertexIndex(attempt.vertex))
-                        ));
-                        let cause = match partition_not_found {
-                            Some(p) => {
-                                FailureCause::PartitionNotFound(IntermediateResultPartitionId {
-                                    result: conflux_graph::IntermediateDataSetIndex(p.result),
-                                    partition: p.partition,
-                                })
-                            }
-                            None => FailureCause::Task,
-                        };
-                        Some(Event::TaskFailed(attempt, cause))
+                        Some(self.failed_event(attempt, &reason, partition_not_found))
                     }
                     _ => None,
                 }
@@ -607,13 +635,76 @@ impl JobRun<'_> {
         }
     }
 
+    /// The event of a state message of a live speculative attempt (known to come from its
+    /// TaskManager). The scheduler takes RUNNING, FINISHED (the first attempt of a vertex to
+    /// finish wins) and FAILED of it as of any attempt.
+    fn speculative_event(
+        &mut self,
+        attempt: ExecutionAttemptId,
+        state: TaskState,
+        metrics: TaskMetrics,
+    ) -> Option<Event> {
+        if !self.scheduler.is_speculative_attempt(attempt) {
+            return None;
+        }
+        Some(match state {
+            TaskState::Running => Event::TaskRunning(attempt),
+            TaskState::Finished => self.finished_event(attempt, metrics),
+            TaskState::Failed {
+                reason,
+                partition_not_found,
+            } => self.failed_event(attempt, &reason, partition_not_found),
+        })
+    }
+
+    /// A finish, with the bytes written only where a run-time decision reads them.
+    fn finished_event(&self, attempt: ExecutionAttemptId, metrics: TaskMetrics) -> Event {
+        if metrics.produced_bytes.is_empty() || !self.scheduler.is_adaptive() {
+            Event::TaskFinished(attempt)
+        } else {
+            Event::TaskFinishedWithBytes(attempt, metrics.produced_bytes)
+        }
+    }
+
+    /// A failure, logged and kept as the report's last task failure.
+    fn failed_event(
+        &mut self,
+        attempt: ExecutionAttemptId,
+        reason: &str,
+        partition_not_found: Option<PartitionRef>,
+    ) -> Event {
+        tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, "task failed: {reason}");
+        self.last_task_failure = Some(format!(
+            "{}: {reason}",
+            self.scheduler
+                .graph()
+                .execution_vertex_name(ExecutionVertexIndex(attempt.vertex))
+        ));
+        let cause = match partition_not_found {
+            Some(p) => FailureCause::PartitionNotFound(IntermediateResultPartitionId {
+                result: conflux_graph::IntermediateDataSetIndex(p.result),
+                partition: p.partition,
+            }),
+            None => FailureCause::Task,
+        };
+        Event::TaskFailed(attempt, cause)
+    }
+
     fn apply(&mut self, commands: Vec<Command>) {
         let mut deploys: Vec<(ExecutionAttemptId, AllocationId)> = Vec::new();
+        let mut speculative: Vec<(ExecutionAttemptId, AllocationId)> = Vec::new();
         for command in commands {
             match command {
                 Command::Deploy { tasks, .. } => deploys.extend(tasks),
+                Command::DeploySpeculative { tasks } => speculative.extend(tasks),
                 Command::Cancel(attempt) => {
-                    let tm = self.deployed_on[attempt.vertex as usize];
+                    // A speculative attempt on its own TaskManager; any other attempt is its
+                    // vertex's current one (or was, until a speculative attempt won in this
+                    // call: `deployed_on` follows the winner only after the call).
+                    let tm = match self.speculative.take(attempt) {
+                        Some(tm) => tm.0,
+                        None => self.deployed_on[attempt.vertex as usize],
+                    };
                     if tm != NO_TASK_MANAGER {
                         if let Some(outbox) = self.ctx.registry.outbox(TaskManagerId(tm)) {
                             outbox.send(&ToTaskManager::CancelTask(attempt));
@@ -633,9 +724,6 @@ impl JobRun<'_> {
                     self.release(&partitions);
                 }
                 Command::JobStatus { status, .. } if status.is_terminal() => self.factory.clear(),
-                // The runtime does not run speculative execution: its scheduler is built with
-                // it off, so no speculative attempt is ever asked for.
-                Command::DeploySpeculative { .. } => {}
                 Command::Restart(_) | Command::JobStatus { .. } => {}
                 Command::JobVertexInitialized { job_vertex, .. } => {
                     let graph = Arc::clone(self.scheduler.graph());
@@ -654,6 +742,11 @@ impl JobRun<'_> {
         // attempts.
         deploys
             .retain(|(a, _)| self.is_current(*a) && self.state_of(*a) == ExecutionState::Deploying);
+        deploys.extend(
+            speculative
+                .into_iter()
+                .filter(|(a, _)| self.scheduler.is_speculative_attempt(*a)),
+        );
         if !deploys.is_empty() {
             self.deploy(deploys);
         }
@@ -749,7 +842,11 @@ impl JobRun<'_> {
                     continue;
                 }
             };
-            self.deployed_on[attempt.vertex as usize] = slot.task_manager.0;
+            if self.scheduler.is_speculative_attempt(attempt) {
+                self.speculative.deployed(attempt, slot.task_manager);
+            } else {
+                self.deployed_on[attempt.vertex as usize] = slot.task_manager.0;
+            }
             self.tasks_deployed += 1;
             *self
                 .tasks_per_task_manager

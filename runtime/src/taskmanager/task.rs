@@ -3,6 +3,7 @@
 //! TaskManager), reports RUNNING, runs (a synthetic task for its duration; a word count task
 //! its operators over real partitions) and reports FINISHED with its metrics, or FAILED (an
 //! injected failure, an input that cannot be loaded or read, a partition write that fails).
+//! On a slow TaskManager (`slowdown` above 1) every task takes that many times as long.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,14 +63,20 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
     };
     report(&ctx, &tdd, TaskState::Running, TaskMetrics::default());
     let outcome = match task {
-        TaskSpec::Synthetic(task) => synthetic(task).await,
+        TaskSpec::Synthetic(task) => synthetic(task, ctx.slowdown).await,
         TaskSpec::WordCount(task) => {
-            wordcount::run(&ctx.wordcount, Arc::clone(&tdd), loaded.gates, task)
+            let started = std::time::Instant::now();
+            let outcome = wordcount::run(&ctx.wordcount, Arc::clone(&tdd), loaded.gates, task)
                 .await
                 .map_err(|f| TaskState::Failed {
                     reason: f.reason,
                     partition_not_found: f.partition_not_found,
-                })
+                });
+            if outcome.is_ok() {
+                // Cancelled here like any task: a slow attempt that lost its race stops.
+                tokio::time::sleep(extra_time(started.elapsed(), ctx.slowdown)).await;
+            }
+            outcome
         }
     };
     // Removed before the final report: a cancel that comes later finds nothing to abort.
@@ -88,9 +95,17 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
     }
 }
 
-async fn synthetic(task: SyntheticTask) -> Result<TaskMetrics, TaskState> {
-    if task.duration_ms > 0 {
-        tokio::time::sleep(Duration::from_millis(task.duration_ms)).await;
+/// What a slow TaskManager adds to a task that took `took`: `took x (slowdown - 1)` (zero at
+/// a slowdown of 1; the factor is checked to be at least 1 and finite at start-up).
+fn extra_time(took: Duration, slowdown: f64) -> Duration {
+    Duration::try_from_secs_f64(took.as_secs_f64() * (slowdown - 1.0)).unwrap_or(Duration::ZERO)
+}
+
+async fn synthetic(task: SyntheticTask, slowdown: f64) -> Result<TaskMetrics, TaskState> {
+    let duration = Duration::from_millis(task.duration_ms);
+    let duration = duration + extra_time(duration, slowdown);
+    if !duration.is_zero() {
+        tokio::time::sleep(duration).await;
     }
     if task.fail {
         Err(TaskState::Failed {
@@ -103,5 +118,19 @@ async fn synthetic(task: SyntheticTask) -> Result<TaskMetrics, TaskState> {
             produced_bytes: task.produced_bytes,
             ..TaskMetrics::default()
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slow_task_manager_adds_the_factor_minus_one() {
+        let took = Duration::from_secs(2);
+        assert_eq!(extra_time(took, 1.0), Duration::ZERO);
+        assert_eq!(extra_time(took, 3.0), Duration::from_secs(4));
+        assert_eq!(extra_time(took, 1.5), Duration::from_secs(1));
+        assert_eq!(extra_time(Duration::ZERO, 20.0), Duration::ZERO);
     }
 }

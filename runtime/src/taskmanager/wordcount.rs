@@ -10,7 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use conflux_deploy::{LoadedInputGate, ShuffleDescriptor, TaskDeploymentDescriptor};
+use conflux_deploy::{
+    ExecutionAttemptId, LoadedInputGate, ShuffleDescriptor, TaskDeploymentDescriptor,
+};
 use conflux_operators::{
     write_counts, KeyedWriter, RoutedVocabulary, Vocabulary, WordCountConfig, WordCounter,
     WordSource, Zipf,
@@ -173,7 +175,8 @@ pub(crate) async fn run(
             let (events_tx, events) = mpsc::channel(capacity);
             // Aborted with this future (a cancelled task).
             let _readers = spawn_readers(channels, settings, events_tx);
-            tokio::task::spawn_blocking(move || run_count(events, n, &task, &cancel))
+            let attempt = tdd.execution_attempt;
+            tokio::task::spawn_blocking(move || run_count(events, n, &task, attempt, &cancel))
                 .await
                 .map_err(|e| TaskFailure::new(format!("count thread: {e}")))?
         }
@@ -352,10 +355,43 @@ fn run_source(
     })
 }
 
+/// Writes a sink's file into `dir`: first into a directory of the attempt's own, then renamed
+/// into place, so that two attempts of one subtask (a speculative attempt beside its original)
+/// never write the same file at once; a cancelled attempt (the one that lost) publishes
+/// nothing. Both attempts count the same input, so whichever renames last replaces the file
+/// with the same content.
+fn publish_counts(
+    dir: &std::path::Path,
+    subtask: u32,
+    attempt: ExecutionAttemptId,
+    counts: &[(&str, u64)],
+    cancel: &AtomicBool,
+) -> Result<(), TaskFailure> {
+    let own = dir.join(format!(".attempt-{}-{}", attempt.vertex, attempt.attempt));
+    std::fs::create_dir_all(&own)
+        .map_err(|e| TaskFailure::new(format!("output directory {}: {e}", own.display())))?;
+    let written = write_counts(&own, subtask, counts).map_err(TaskFailure::new);
+    let published = written.and_then(|(path, _)| {
+        cancelled(cancel)?;
+        let target = dir.join(path.file_name().unwrap_or_default());
+        std::fs::rename(&path, &target).map_err(|e| {
+            TaskFailure::new(format!(
+                "moving {} to {}: {e}",
+                path.display(),
+                target.display()
+            ))
+        })
+    });
+    // Left behind only when the process dies here; the next attempt's name differs.
+    let _ = std::fs::remove_dir_all(&own);
+    published
+}
+
 fn run_count(
     mut events: mpsc::Receiver<InputEvent>,
     channels: usize,
     task: &WordCountTask,
+    attempt: ExecutionAttemptId,
     cancel: &AtomicBool,
 ) -> Result<TaskMetrics, TaskFailure> {
     let mut counter = WordCounter::new();
@@ -390,9 +426,7 @@ fn run_count(
         }
     }
     if let Some(dir) = &task.output_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| TaskFailure::new(format!("output directory {}: {e}", dir.display())))?;
-        write_counts(dir, task.subtask, &counter.sorted()).map_err(TaskFailure::new)?;
+        publish_counts(dir, task.subtask, attempt, &counter.sorted(), cancel)?;
     }
     Ok(TaskMetrics {
         records_out: 0,

@@ -7,4 +7,5 @@ mod fuzz;
 mod handshake;
 mod heartbeat;
 mod protocol;
+mod speculative;
 mod support;

@@ -1,14 +1,26 @@
-//! `conflux run`'s speculative execution flags (Flink 1.20's `execution.batch.speculative.*`
-//! and `slow-task-detector.*` options) and the slow TaskManagers of its simulated cluster.
+//! The speculative execution flags (Flink 1.20's `execution.batch.speculative.*` and
+//! `slow-task-detector.*` options) of `run`, `cluster` and `jobmanager`, and the slow
+//! TaskManagers of `run`'s simulated cluster and of `cluster`'s real one.
 
 use conflux_scheduler::SpeculativeExecutionOptions;
 use conflux_sim::SlowTaskManagers;
 
 use crate::Failure;
 
-/// Speculative execution and slow TaskManagers, flattened into `conflux run`'s flags.
+/// Speculative execution and slow TaskManagers, flattened into the flags of `conflux run` and
+/// `conflux cluster`.
 #[derive(clap::Args)]
 pub(crate) struct SpeculativeArgs {
+    #[command(flatten)]
+    pub(crate) options: SpeculativeOptionsArgs,
+    #[command(flatten)]
+    pub(crate) slow: SlowTaskManagersArgs,
+}
+
+/// Speculative execution, flattened into the flags of `conflux run`, `cluster` and
+/// `jobmanager`.
+#[derive(clap::Args)]
+pub(crate) struct SpeculativeOptionsArgs {
     /// Run speculative attempts of slow tasks (Flink's `execution.batch.speculative.enabled`;
     /// batch jobs only).
     #[arg(long)]
@@ -36,16 +48,34 @@ pub(crate) struct SpeculativeArgs {
     /// (`slow-task-detector.execution-time.baseline-multiplier`).
     #[arg(long, default_value_t = 1.5)]
     slow_task_baseline_multiplier: f64,
-    /// TaskManagers whose tasks take --slowdown times as long (a seeded choice among those
-    /// started with the job).
+}
+
+/// Slow TaskManagers, for tests and demonstrations of speculative execution.
+#[derive(clap::Args)]
+pub(crate) struct SlowTaskManagersArgs {
+    /// TaskManagers whose tasks take --slowdown times as long (`run`: a seeded choice among
+    /// those started with the job; `cluster`: the first ones it starts).
     #[arg(long, default_value_t = 0)]
-    slow_task_managers: u32,
+    pub(crate) slow_task_managers: u32,
     /// How many times as long tasks take on a slow TaskManager (at least 1).
     #[arg(long, default_value_t = 10.0)]
-    slowdown: f64,
+    pub(crate) slowdown: f64,
 }
 
 impl SpeculativeArgs {
+    /// The scheduler's speculative execution options (see [`SpeculativeOptionsArgs::options`]).
+    pub(crate) fn options(&self) -> Result<SpeculativeExecutionOptions, Failure> {
+        self.options.options()
+    }
+
+    /// The simulated cluster's slow TaskManagers (see
+    /// [`SlowTaskManagersArgs::slow_task_managers`]).
+    pub(crate) fn slow_task_managers(&self) -> Result<SlowTaskManagers, Failure> {
+        self.slow.slow_task_managers()
+    }
+}
+
+impl SpeculativeOptionsArgs {
     /// The scheduler's speculative execution options.
     ///
     /// # Errors
@@ -63,21 +93,32 @@ impl SpeculativeArgs {
         options.validate().map_err(Failure::input)?;
         Ok(options)
     }
+}
 
+impl SlowTaskManagersArgs {
     /// The simulated cluster's slow TaskManagers.
     ///
     /// # Errors
     /// An input failure for a slowdown below 1 (or not a number).
     pub(crate) fn slow_task_managers(&self) -> Result<SlowTaskManagers, Failure> {
-        if !(self.slowdown >= 1.0 && self.slowdown.is_finite()) {
-            return Err(Failure::Input(anyhow::anyhow!(
-                "--slowdown {} is not a factor of at least 1",
-                self.slowdown
-            )));
-        }
+        check_slowdown(self.slowdown)?;
         Ok(SlowTaskManagers {
             count: self.slow_task_managers,
             slowdown: self.slowdown,
         })
+    }
+}
+
+/// `--slowdown F`: a factor of at least 1.
+///
+/// # Errors
+/// An input failure for a slowdown below 1 (or not a number).
+pub(crate) fn check_slowdown(slowdown: f64) -> Result<(), Failure> {
+    if slowdown >= 1.0 && slowdown.is_finite() {
+        Ok(())
+    } else {
+        Err(Failure::Input(anyhow::anyhow!(
+            "--slowdown {slowdown} is not a factor of at least 1"
+        )))
     }
 }

@@ -11,6 +11,7 @@ use conflux_runtime::config::{
 use conflux_runtime::protocol::JobOptions;
 use conflux_runtime::{JobManagerConfig, RpcFaults, TaskManagerConfig};
 
+use crate::speculative::{check_slowdown, SpeculativeArgs, SpeculativeOptionsArgs};
 use crate::{Failure, Format, LoadArgs};
 
 /// Heartbeat flags (Flink's `heartbeat.interval` and `heartbeat.timeout`).
@@ -160,6 +161,8 @@ pub(crate) struct JobManagerArgs {
     pub(crate) rpc: RpcArgs,
     #[command(flatten)]
     pub(crate) scheduler: SchedulerArgs,
+    #[command(flatten)]
+    pub(crate) speculative: SpeculativeOptionsArgs,
 }
 
 /// The host part of `HOST`, `HOST:PORT` or `[V6]:PORT`.
@@ -216,6 +219,7 @@ impl JobManagerArgs {
         config.advertised_host = self.advertised_address.as_deref().map(host_of);
         config.rpc.token.clone_from(&self.token);
         config.max_connections = usize::try_from(self.max_connections).unwrap_or(65_536);
+        config.scheduler.speculative = self.speculative.options()?;
         Ok(config)
     }
 }
@@ -246,6 +250,11 @@ pub(crate) struct TaskManagerArgs {
     /// a full disk would (default: no quota).
     #[arg(long)]
     pub(crate) data_dir_max_bytes: Option<u64>,
+    /// How many times as long its tasks take, at least 1: a slow TaskManager, for tests and
+    /// demonstrations of speculative execution (synthetic tasks sleep their duration times
+    /// this; word count tasks sleep their working time times this minus 1 before finishing).
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) slowdown: f64,
     /// Exit when standard input closes (how `conflux cluster` makes sure no TaskManager
     /// outlives it).
     #[arg(long, hide = true)]
@@ -265,6 +274,8 @@ impl TaskManagerArgs {
         config.token.clone_from(&self.token);
         config.heartbeat_timeout_ms = self.heartbeat_timeout_ms;
         config.data_dir_max_bytes = self.data_dir_max_bytes;
+        check_slowdown(self.slowdown)?;
+        config.slowdown = self.slowdown;
         Ok(config)
     }
 }
@@ -351,9 +362,35 @@ pub(crate) struct ClusterArgs {
     pub(crate) rpc: RpcArgs,
     #[command(flatten)]
     pub(crate) scheduler: SchedulerArgs,
+    #[command(flatten)]
+    pub(crate) speculative: SpeculativeArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
+}
+
+impl ClusterArgs {
+    /// How many times as long tasks take on TaskManager `i` (the first
+    /// `--slow-task-managers` it starts are slow).
+    ///
+    /// # Errors
+    /// An input failure for a slowdown below 1, or more slow TaskManagers than TaskManagers.
+    pub(crate) fn slowdown_of(&self, i: u32) -> Result<f64, Failure> {
+        let slow = &self.speculative.slow;
+        check_slowdown(slow.slowdown)?;
+        if slow.slow_task_managers > self.task_managers {
+            return Err(Failure::input(anyhow!(
+                "--slow-task-managers {} is more than --task-managers {}",
+                slow.slow_task_managers,
+                self.task_managers
+            )));
+        }
+        Ok(if i < slow.slow_task_managers {
+            slow.slowdown
+        } else {
+            1.0
+        })
+    }
 }
 
 #[cfg(test)]

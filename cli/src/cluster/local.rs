@@ -130,7 +130,7 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
         .tempdir()
         .context("creating the cluster's working directory")
         .map_err(Failure::Work)?;
-    let config = jobmanager_config(
+    let mut config = jobmanager_config(
         SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         work.path().join("blobs"),
         &args.heartbeat,
@@ -138,6 +138,9 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
         args.scheduler,
         args.job.seed,
     )?;
+    config.scheduler.speculative = args.speculative.options()?;
+    // Checked before anything starts.
+    args.slowdown_of(0)?;
     let jm = JobManager::start(config).await.map_err(Failure::input)?;
     let mut children = Children(Vec::new());
     let result = tokio::select! {
@@ -166,6 +169,7 @@ async fn run_on(
         .context("finding the conflux executable")
         .map_err(Failure::Work)?;
     for i in 0..args.task_managers {
+        let slowdown = args.slowdown_of(i)?;
         let child = taskmanager_command(&exe)
             .arg("taskmanager")
             .arg("--jobmanager")
@@ -175,6 +179,12 @@ async fn run_on(
             .arg("--data-dir")
             .arg(work.join(format!("tm-{i}")))
             .arg("--exit-with-parent")
+            .args(
+                (slowdown > 1.0)
+                    .then(|| ["--slowdown".to_owned(), slowdown.to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
             .args(
                 args.data_dir_max_bytes
                     .map(|b| ["--data-dir-max-bytes".to_owned(), b.to_string()])

@@ -72,6 +72,14 @@ fn render(r: &JobReport) -> String {
     if let Some(note) = &r.kill_skipped {
         out.push_str(&format!("kill: {note}\n"));
     }
+    // Shown only when speculation is on, so that runs without it print as before.
+    let s = &r.speculative_attempts;
+    if s.enabled {
+        out.push_str(&format!(
+            "speculative attempts: {} started, {} won, {} cancelled, {} failed\n",
+            s.started, s.won, s.cancelled, s.failed
+        ));
+    }
     if let Some(d) = &r.data {
         out.push_str(&format!(
             "data: {} words, shuffle {} bytes in {:.1} ms ({:.1} MB/s), peak buffered {} of {} bytes\n",

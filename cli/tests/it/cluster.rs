@@ -1034,3 +1034,92 @@ fn cluster_decides_a_flink_plan_as_run_does() {
     assert_eq!(r["decided_parallelism"], Value::Null, "{r}");
     assert_eq!(u64_at(&r, "tasks"), 8, "{r}");
 }
+
+/// `cluster --speculative --slow-task-managers 1 --slowdown 10`: the first TaskManager's tasks
+/// take ten times as long, the detector (no lower bound, checking every 50 ms) finds them, and
+/// speculative attempts on the other TaskManagers' spare slots win; the text report says so,
+/// and a slowdown below 1 or more slow TaskManagers than TaskManagers is refused.
+#[test]
+fn cluster_speculates_around_a_slow_task_manager() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 6, "blocking");
+    let speculative = [
+        "cluster",
+        file.as_str(),
+        "--task-managers",
+        "3",
+        "--slots",
+        "4",
+        "--evenly-spread-out-slots",
+        "--task-duration-ms",
+        "100..200",
+        "--speculative",
+        "--slow-task-managers",
+        "1",
+        "--slowdown",
+        "10",
+        "--slow-task-check-interval-ms",
+        "50",
+        "--slow-task-baseline-lower-bound-ms",
+        "0",
+        "--slow-task-baseline-ratio",
+        "0.5",
+    ];
+    let mut args = speculative.to_vec();
+    args.extend(["--format", "json"]);
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-speculative",
+        &args,
+        dir.path(),
+        Duration::from_secs(90),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    let s = &r["speculative_attempts"];
+    assert_eq!(s["enabled"], true, "{r}");
+    assert!(u64_at(s, "started") > 0, "{r}");
+    assert!(u64_at(s, "won") > 0, "{r}");
+    assert_eq!(u64_at(s, "failed"), 0, "{r}");
+    assert_eq!(
+        u64_at(s, "started"),
+        u64_at(s, "won") + u64_at(s, "cancelled"),
+        "{r}"
+    );
+    assert_eq!(
+        u64_at(&r, "tasks_deployed"),
+        u64_at(&r, "tasks") + u64_at(s, "started"),
+        "{r}"
+    );
+
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-speculative-text",
+        &speculative,
+        dir.path(),
+        Duration::from_secs(90),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    assert!(stdout.contains("speculative attempts: "), "{stdout}");
+
+    for (flags, message) in [
+        (
+            ["--slowdown", "0.5", "--task-managers", "3"],
+            "--slowdown 0.5 is not a factor of at least 1",
+        ),
+        (
+            ["--slow-task-managers", "4", "--task-managers", "3"],
+            "--slow-task-managers 4 is more than --task-managers 3",
+        ),
+    ] {
+        let mut args = vec!["cluster", file.as_str()];
+        args.extend(flags);
+        let (status, stdout, stderr) = run_bounded(
+            "cluster-bad-slowdown",
+            &args,
+            dir.path(),
+            Duration::from_secs(30),
+        );
+        assert_eq!(status.code(), Some(2), "{stdout}\n{stderr}");
+        assert!(stderr.contains(message), "{stderr}");
+    }
+}

@@ -1038,7 +1038,8 @@ fn cluster_decides_a_flink_plan_as_run_does() {
 /// `cluster --speculative --slow-task-managers 1 --slowdown 10`: the first TaskManager's tasks
 /// take ten times as long, the detector (no lower bound, checking every 50 ms) finds them, and
 /// speculative attempts on the other TaskManagers' spare slots win; the text report says so,
-/// and a slowdown below 1 or more slow TaskManagers than TaskManagers is refused.
+/// and a slowdown below 1, more slow TaskManagers than TaskManagers, or a speculative option
+/// out of its range is refused (by `cluster`, `jobmanager` and `taskmanager` alike).
 #[test]
 fn cluster_speculates_around_a_slow_task_manager() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -1115,6 +1116,41 @@ fn cluster_speculates_around_a_slow_task_manager() {
         args.extend(flags);
         let (status, stdout, stderr) = run_bounded(
             "cluster-bad-slowdown",
+            &args,
+            dir.path(),
+            Duration::from_secs(30),
+        );
+        assert_eq!(status.code(), Some(2), "{stdout}\n{stderr}");
+        assert!(stderr.contains(message), "{stderr}");
+    }
+    // The JobManager and TaskManager commands check the same options before they start.
+    for (args, message) in [
+        (
+            vec![
+                "jobmanager",
+                "--address",
+                "127.0.0.1:0",
+                "--speculative",
+                "--slow-task-baseline-ratio",
+                "1",
+            ],
+            "slow-task-detector.execution-time.baseline-ratio must be in [0, 1), got 1",
+        ),
+        (
+            vec![
+                "taskmanager",
+                "--jobmanager",
+                "127.0.0.1:1",
+                "--slots",
+                "1",
+                "--slowdown",
+                "0",
+            ],
+            "--slowdown 0 is not a factor of at least 1",
+        ),
+    ] {
+        let (status, stdout, stderr) = run_bounded(
+            "bad-speculative-flags",
             &args,
             dir.path(),
             Duration::from_secs(30),

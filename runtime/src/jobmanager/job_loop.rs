@@ -20,7 +20,9 @@ use conflux_graph::dynamic::first_dynamic_vertex;
 use conflux_graph::{
     ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph, PipelinedRegions,
 };
-use conflux_scheduler::{Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig};
+use conflux_scheduler::{
+    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
+};
 use conflux_sim::{BytesModel, ProducedBytes};
 use rayon::prelude::*;
 
@@ -377,6 +379,16 @@ impl JobRun<'_> {
                     Ok(mut commands) => {
                         self.finish_owed_work(&mut commands);
                         self.apply(commands);
+                    }
+                    // A finish whose byte report does not fit the result (a faulty
+                    // TaskManager): the attempt fails, so that it runs again or the job fails
+                    // with the reason, instead of waiting forever.
+                    Err(e @ SchedulerError::ProducedBytes { .. }) => {
+                        if let Event::TaskFinishedWithBytes(attempt, _) = event {
+                            tracing::warn!(job = %self.job.id, "task finish refused: {e}");
+                            self.last_task_failure = Some(e.to_string());
+                            self.push(Event::TaskFailed(attempt, FailureCause::Task));
+                        }
                     }
                     // Events come from the network: a late or duplicate one is logged, never
                     // fatal.

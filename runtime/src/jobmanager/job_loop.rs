@@ -23,7 +23,7 @@ use conflux_graph::{
 use conflux_scheduler::{
     Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
 };
-use conflux_sim::{BytesModel, ProducedBytes};
+use conflux_sim::{weights_seed, BytesModel, ProducedBytes};
 use rayon::prelude::*;
 
 use crate::connection::encode;
@@ -31,8 +31,8 @@ use crate::cpu_time::thread_cpu_time;
 use crate::jobmanager::data_stats::DataStats;
 use crate::jobmanager::registry::{Outbox, Registry};
 use crate::protocol::{
-    JobOptions, PartitionRef, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToTaskManager,
-    WordCountRole, WordCountTask,
+    JobOptions, PartitionRef, SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState,
+    ToTaskManager, WordCountRole, WordCountTask,
 };
 use crate::report::{AdaptiveJobReport, JobReport, TaskManagerReport, WallMs};
 use crate::rss::peak_rss_bytes;
@@ -706,33 +706,23 @@ impl JobRun<'_> {
                 tracing::warn!(job = %self.job.id, vertex = a.vertex, "descriptor groups: {e}");
             }
         }
-        // Sequential: drawing synthetic bytes updates the model's cache. O(subpartitions) per
-        // task of an adaptive job, O(1) otherwise.
-        let specs: Vec<TaskSpec> = deploys
-            .iter()
-            .map(|(a, _)| {
-                task_spec(
-                    &self.job.tasks,
-                    &self.scheduler,
-                    &mut self.synthetic_bytes,
-                    &self.job.options,
-                    *a,
-                )
-            })
-            .collect();
         let factory = &self.factory;
         let scheduler = &self.scheduler;
+        let (tasks, bytes, options) = (
+            &self.job.tasks,
+            self.synthetic_bytes.as_ref(),
+            &self.job.options,
+        );
         let frames: Vec<Result<bytes::Bytes, String>> = deploys
             .par_iter()
-            .zip(specs)
-            .map(|((a, slot), task)| {
+            .map(|(a, slot)| {
                 let tdd = factory
                     .create_with(&graph, *a, *slot, scheduler)
                     .map_err(|e| e.to_string())?;
-                let bytes = encode_tdd(&tdd).map_err(|e| e.to_string())?;
+                let encoded = encode_tdd(&tdd).map_err(|e| e.to_string())?;
                 Ok(encode(&ToTaskManager::SubmitTask {
-                    tdd: bytes::Bytes::from(bytes),
-                    task,
+                    tdd: bytes::Bytes::from(encoded),
+                    task: task_spec(tasks, scheduler, bytes, options, *a),
                 }))
             })
             .collect();
@@ -792,7 +782,7 @@ impl JobRun<'_> {
 fn task_spec(
     tasks: &[Option<WordCountTask>],
     scheduler: &Scheduler,
-    synthetic_bytes: &mut Option<ProducedBytes>,
+    synthetic_bytes: Option<&ProducedBytes>,
     options: &JobOptions,
     attempt: ExecutionAttemptId,
 ) -> TaskSpec {
@@ -829,10 +819,18 @@ fn task_spec(
         }
         None => {
             let mut task = synthetic_task(options, attempt);
-            if let Some(bytes) = synthetic_bytes.as_mut() {
-                task.produced_bytes = bytes
-                    .report(scheduler, id.job_vertex, id.subtask)
-                    .unwrap_or_default();
+            if let (Some(bytes), Some(_)) = (synthetic_bytes, decided_later) {
+                // It passes on what it read; the TaskManager spreads it.
+                let read = bytes.read(scheduler, id.job_vertex, id.subtask);
+                task.produced_bytes = produced
+                    .iter()
+                    .map(|&d| SyntheticOutput {
+                        subpartitions: scheduler.subpartitions_of(d).unwrap_or(0),
+                        bytes: read,
+                        skew: options.skew,
+                        seed: weights_seed(options.seed, d),
+                    })
+                    .collect();
             }
             TaskSpec::Synthetic(task)
         }

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use conflux_deploy::TaskDeploymentDescriptor;
 
-use crate::protocol::{SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager};
+use crate::protocol::{
+    SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager,
+};
 use crate::taskmanager::wordcount;
 use crate::taskmanager::{lock, SessionContext};
 
@@ -100,7 +102,11 @@ async fn synthetic(task: SyntheticTask) -> Result<TaskMetrics, TaskState> {
     } else {
         // A synthetic task writes nothing: it reports the bytes it was told it wrote.
         Ok(TaskMetrics {
-            produced_bytes: task.produced_bytes,
+            produced_bytes: task
+                .produced_bytes
+                .iter()
+                .map(SyntheticOutput::bytes_per_subpartition)
+                .collect(),
             ..TaskMetrics::default()
         })
     }

@@ -96,20 +96,46 @@ pub struct PartitionRef {
 
 /// How a synthetic task behaves: it loads its input gates, runs for `duration_ms`, then
 /// finishes, or fails when `fail` is set. Chosen by the JobManager from its seed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SyntheticTask {
     /// How long it runs, ms.
     pub duration_ms: u64,
     /// Fail at the end instead of finishing (an injected task failure).
     pub fail: bool,
-    /// The bytes it reports as written when it finishes ([`TaskMetrics::produced_bytes`]):
-    /// drawn by the JobManager from the job's byte model where a run-time decision reads them
-    /// (adaptive batch), else empty.
-    pub produced_bytes: Vec<Vec<u64>>,
+    /// What it reports as written when it finishes ([`TaskMetrics::produced_bytes`]), one entry
+    /// per result partition it produces: parameters of the job's seeded byte model where a
+    /// run-time decision reads the bytes (adaptive batch), so that a submission stays O(1)
+    /// whatever the subpartition count; empty otherwise.
+    pub produced_bytes: Vec<SyntheticOutput>,
+}
+
+/// The bytes a synthetic task reports for one result partition: `bytes` spread over
+/// `subpartitions` with Zipf weights of exponent `skew` over a ranking drawn from `seed`
+/// ([`conflux_sim::spread_bytes`]); no subpartitions: nothing reported for that partition.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyntheticOutput {
+    /// Subpartitions of the partition (at most the consumer's max parallelism, 32,768).
+    pub subpartitions: u32,
+    /// Bytes in all.
+    pub bytes: u64,
+    /// Zipf exponent (0: even).
+    pub skew: f64,
+    /// Seed of the subpartitions' ranking (the same for every producer of the result).
+    pub seed: u64,
+}
+
+impl SyntheticOutput {
+    /// The bytes per subpartition. O(subpartitions).
+    pub fn bytes_per_subpartition(&self) -> Vec<u64> {
+        if self.subpartitions == 0 {
+            return Vec::new();
+        }
+        conflux_sim::spread_bytes(self.bytes, self.subpartitions, self.skew, self.seed)
+    }
 }
 
 /// What a submitted task runs: a synthetic task, or a vertex's `invokable`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum TaskSpec {
     /// A vertex without an invokable.
     Synthetic(SyntheticTask),
@@ -169,7 +195,7 @@ pub struct TaskMetrics {
 }
 
 /// JobManager to TaskManager.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ToTaskManager {
     /// Answer with [`ToJobManager::HeartbeatResponse`] carrying the same `seq`.
     HeartbeatRequest {

@@ -24,10 +24,10 @@ use conflux_graph::{
     ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph, PipelinedRegions,
 };
 use conflux_scheduler::{
-    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig,
+    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
     SpeculativeExecutionOptions,
 };
-use conflux_sim::{BytesModel, ProducedBytes};
+use conflux_sim::{weights_seed, BytesModel, ProducedBytes};
 use rayon::prelude::*;
 
 use crate::connection::encode;
@@ -35,8 +35,8 @@ use crate::cpu_time::thread_cpu_time;
 use crate::jobmanager::data_stats::DataStats;
 use crate::jobmanager::registry::{Outbox, Registry};
 use crate::protocol::{
-    JobOptions, PartitionRef, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToTaskManager,
-    WordCountRole, WordCountTask,
+    JobOptions, PartitionRef, SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState,
+    ToTaskManager, WordCountRole, WordCountTask,
 };
 use crate::report::{
     AdaptiveJobReport, JobReport, SpeculativeAttemptsReport, TaskManagerReport, WallMs,
@@ -400,6 +400,16 @@ impl JobRun<'_> {
                         self.apply(commands);
                         self.speculative
                             .follow(&self.scheduler, &mut self.deployed_on);
+                    }
+                    // A finish whose byte report does not fit the result (a faulty
+                    // TaskManager): the attempt fails, so that it runs again or the job fails
+                    // with the reason, instead of waiting forever.
+                    Err(e @ SchedulerError::ProducedBytes { .. }) => {
+                        if let Event::TaskFinishedWithBytes(attempt, _) = event {
+                            tracing::warn!(job = %self.job.id, "task finish refused: {e}");
+                            self.last_task_failure = Some(e.to_string());
+                            self.push(Event::TaskFailed(attempt, FailureCause::Task));
+                        }
                     }
                     // Events come from the network: a late or duplicate one is logged, never
                     // fatal.
@@ -787,33 +797,23 @@ impl JobRun<'_> {
                 tracing::warn!(job = %self.job.id, vertex = a.vertex, "descriptor groups: {e}");
             }
         }
-        // Sequential: drawing synthetic bytes updates the model's cache. O(subpartitions) per
-        // task of an adaptive job, O(1) otherwise.
-        let specs: Vec<TaskSpec> = deploys
-            .iter()
-            .map(|(a, _)| {
-                task_spec(
-                    &self.job.tasks,
-                    &self.scheduler,
-                    &mut self.synthetic_bytes,
-                    &self.job.options,
-                    *a,
-                )
-            })
-            .collect();
         let factory = &self.factory;
         let scheduler = &self.scheduler;
+        let (tasks, bytes, options) = (
+            &self.job.tasks,
+            self.synthetic_bytes.as_ref(),
+            &self.job.options,
+        );
         let frames: Vec<Result<bytes::Bytes, String>> = deploys
             .par_iter()
-            .zip(specs)
-            .map(|((a, slot), task)| {
+            .map(|(a, slot)| {
                 let tdd = factory
                     .create_with(&graph, *a, *slot, scheduler)
                     .map_err(|e| e.to_string())?;
-                let bytes = encode_tdd(&tdd).map_err(|e| e.to_string())?;
+                let encoded = encode_tdd(&tdd).map_err(|e| e.to_string())?;
                 Ok(encode(&ToTaskManager::SubmitTask {
-                    tdd: bytes::Bytes::from(bytes),
-                    task,
+                    tdd: bytes::Bytes::from(encoded),
+                    task: task_spec(tasks, scheduler, bytes, options, *a),
                 }))
             })
             .collect();
@@ -877,7 +877,7 @@ impl JobRun<'_> {
 fn task_spec(
     tasks: &[Option<WordCountTask>],
     scheduler: &Scheduler,
-    synthetic_bytes: &mut Option<ProducedBytes>,
+    synthetic_bytes: Option<&ProducedBytes>,
     options: &JobOptions,
     attempt: ExecutionAttemptId,
 ) -> TaskSpec {
@@ -914,10 +914,18 @@ fn task_spec(
         }
         None => {
             let mut task = synthetic_task(options, attempt);
-            if let Some(bytes) = synthetic_bytes.as_mut() {
-                task.produced_bytes = bytes
-                    .report(scheduler, id.job_vertex, id.subtask)
-                    .unwrap_or_default();
+            if let (Some(bytes), Some(_)) = (synthetic_bytes, decided_later) {
+                // It passes on what it read; the TaskManager spreads it.
+                let read = bytes.read(scheduler, id.job_vertex, id.subtask);
+                task.produced_bytes = produced
+                    .iter()
+                    .map(|&d| SyntheticOutput {
+                        subpartitions: scheduler.subpartitions_of(d).unwrap_or(0),
+                        bytes: read,
+                        skew: options.skew,
+                        seed: weights_seed(options.seed, d),
+                    })
+                    .collect();
             }
             TaskSpec::Synthetic(task)
         }

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use conflux_deploy::TaskDeploymentDescriptor;
 
-use crate::protocol::{SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager};
+use crate::protocol::{
+    SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager,
+};
 use crate::taskmanager::wordcount;
 use crate::taskmanager::{lock, SessionContext};
 
@@ -115,7 +117,11 @@ async fn synthetic(task: SyntheticTask, slowdown: f64) -> Result<TaskMetrics, Ta
     } else {
         // A synthetic task writes nothing: it reports the bytes it was told it wrote.
         Ok(TaskMetrics {
-            produced_bytes: task.produced_bytes,
+            produced_bytes: task
+                .produced_bytes
+                .iter()
+                .map(SyntheticOutput::bytes_per_subpartition)
+                .collect(),
             ..TaskMetrics::default()
         })
     }

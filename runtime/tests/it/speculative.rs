@@ -163,3 +163,64 @@ async fn a_word_count_with_a_slow_task_manager_counts_every_word_once() {
     assert!(verification.verified(), "{verification:?}");
     assert_eq!(verification.words_found, data.words);
 }
+
+/// Adaptive batch with speculation: the winners' byte reports are the ones the decision reads,
+/// so the count vertex is decided exactly as in a run without speculation, and the counts are
+/// right.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecided_word_count_is_decided_from_the_winners_bytes() {
+    let undecided = || {
+        let job = String::from_utf8(word_count_job().to_vec()).expect("UTF-8");
+        Bytes::from(job.replace(
+            &format!(r#""parallelism":{COUNTERS},"invokable":"wordcount-count""#),
+            r#""parallelism":-1,"invokable":"wordcount-count""#,
+        ))
+    };
+    let run = |options: SpeculativeExecutionOptions, name: &'static str| {
+        let job = undecided();
+        async move {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let output = dir.path().join("out");
+            let submission = JobSubmission {
+                job: job.clone(),
+                source: format!("{name}.json"),
+                options: JobOptions {
+                    output_dir: Some(output.clone()),
+                    batch: conflux_runtime::protocol::BatchOptions::from(
+                        conflux_adaptive::BatchExecutionOptions {
+                            avg_data_volume_per_task: 1_000_000,
+                            ..conflux_adaptive::BatchExecutionOptions::default()
+                        },
+                    ),
+                    ..JobOptions::default()
+                },
+            };
+            let report = run_with_a_slow_task_manager(dir.path(), options, submission).await;
+            assert_eq!(report.status, "FINISHED", "{name}: {report:?}");
+            let graph = conflux_graph::load::load(&job, &Default::default()).expect("job graph");
+            let job = conflux_runtime::word_count_job_as_run(&graph, &report)
+                .expect("word count")
+                .expect("a word count");
+            let verification = verify_output(&job, &output).expect("verifies");
+            assert!(verification.verified(), "{name}: {verification:?}");
+            assert_eq!(
+                verification.words_found,
+                u64::from(SOURCES) * WORDS_PER_SOURCE
+            );
+            report
+        }
+    };
+    let speculating = run(speculative(60_000), "speculative").await;
+    let s = speculating.speculative_attempts;
+    assert!(s.started > 0 && s.won > 0, "{s:?}");
+    let plain = run(SpeculativeExecutionOptions::default(), "plain").await;
+    assert_eq!(plain.speculative_attempts.started, 0);
+    let (a, b) = (
+        speculating.adaptive.expect("decided"),
+        plain.adaptive.expect("decided"),
+    );
+    assert!(b.decided_parallelism["count"] > 1, "{b:?}");
+    assert_eq!(a.decided_parallelism, b.decided_parallelism);
+    assert_eq!(a.consumed_subpartitions, b.consumed_subpartitions);
+    assert_eq!(a.bytes_per_task, b.bytes_per_task);
+}

@@ -40,5 +40,5 @@ pub use input_info::{
     compute_vertex_input_info_for_pointwise, ExecutionVertexInputInfo, IndexRange,
 };
 pub use options::{BatchExecutionOptions, MIB};
-pub use produced_bytes::{BytesError, ResultBytes};
+pub use produced_bytes::{BytesError, BytesRead, ResultBytes};
 pub use skew_split::{split_skewed_subpartitions, split_threshold, SkewSplit, SplitSubpartition};

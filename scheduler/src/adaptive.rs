@@ -7,7 +7,8 @@
 //! task finishes, the next uninitialised vertex is initialised if every producer partition it
 //! reads has reported its bytes: the decider ([`decide_parallelism_and_input_infos`]) picks its
 //! parallelism from the per-subpartition sums ([`ResultBytes`], kept as producers finish, never
-//! a producer x subpartition matrix), the graph, the regions, the scheduling topology, the slot
+//! a producer x subpartition matrix of an ALL_TO_ALL result; a POINTWISE result keeps each
+//! producer's few subpartitions, O(producers + width)), the graph, the regions, the scheduling topology, the slot
 //! pool and every per-vertex, per-partition, per-group and per-region array grow at their end
 //! (append-only: no index changes, nothing is rebuilt), and the new regions are scheduling
 //! candidates at once. Several vertices may be initialised in one call (a fixed vertex or a
@@ -18,8 +19,8 @@ use std::sync::Arc;
 
 use conflux_adaptive::{
     decide_parallelism_and_input_infos, split_skewed_subpartitions, BatchExecutionOptions,
-    ConsumedInput, DecideError, ExecutionVertexInputInfo, ResultBytes, SkewedSubpartition,
-    SplitSubpartition, VertexToDecide,
+    DecideError, ExecutionVertexInputInfo, ResultBytes, SkewedSubpartition, SplitSubpartition,
+    VertexToDecide,
 };
 use conflux_deploy::{ExecutionAttemptId, ExecutionState};
 use conflux_graph::dynamic::first_dynamic_vertex;
@@ -57,8 +58,12 @@ pub struct VertexDecision {
     pub parallelism: u32,
     /// Whether the job graph left the parallelism to the run (`-1`).
     pub undecided: bool,
-    /// Per subtask, the bytes it reads over all inputs (subpartition ranges of ALL_TO_ALL inputs
-    /// exactly; POINTWISE inputs as their share of the partitions read). Empty for a source.
+    /// Per subtask, the bytes it reads over all inputs, as Flink's adaptive batch scheduler
+    /// gives each execution vertex its input bytes ([`ResultBytes::bytes_read`]). Exact for
+    /// ALL_TO_ALL, broadcast and POINTWISE inputs (a POINTWISE result keeps each producer's
+    /// bytes); a piece of a split subpartition, read from some producers only, is apportioned
+    /// by those producers' share of all bytes (exact when producers write alike, an estimate
+    /// within bounds otherwise). Empty for a source.
     pub bytes_per_task: Vec<u64>,
     /// Per input (in input order), per subtask, what it reads (Flink's
     /// `ExecutionVertexInputInfo`). Empty for a source.
@@ -467,7 +472,13 @@ impl AdaptiveState {
             }
             .max(1);
             self.subpartitions[d.idx()] = subpartitions;
-            self.results[d.idx()] = Some(ResultBytes::new(producers, subpartitions));
+            // A POINTWISE result keeps each producer's row (O(producers + width), see
+            // `ResultBytes::pointwise`), so that what each consumer subtask reads is exact.
+            self.results[d.idx()] = Some(ResultBytes::for_pattern(
+                edge.distribution_pattern,
+                producers,
+                subpartitions,
+            ));
         }
     }
 
@@ -480,6 +491,7 @@ impl AdaptiveState {
     ) -> Option<Result<VertexDecision, DecideError>> {
         let job = graph.job_graph();
         let mut inputs = Vec::with_capacity(job.inputs(j).len());
+        let mut results = Vec::with_capacity(job.inputs(j).len());
         for &e in job.inputs(j) {
             let edge = job.edge(e);
             let result = self.results[edge.data_set.idx()].as_ref()?;
@@ -487,6 +499,7 @@ impl AdaptiveState {
                 return None;
             }
             inputs.push(result.input(edge.distribution_pattern, is_broadcast(job, e)));
+            results.push(result);
         }
         let v = job.vertex(j);
         let max = vertex_max(job, j, &self.options);
@@ -513,7 +526,7 @@ impl AdaptiveState {
                     job_vertex: j,
                     parallelism: d.parallelism,
                     undecided: v.undecided,
-                    bytes_per_task: bytes_per_task(&inputs, &d.input_infos, d.parallelism),
+                    bytes_per_task: bytes_per_task(&results, &d.input_infos, d.parallelism),
                     input_infos: d.input_infos,
                     skewed_subpartitions: d.skewed_subpartitions,
                     split_subpartitions,
@@ -523,32 +536,19 @@ impl AdaptiveState {
     }
 }
 
-/// Per subtask, the bytes it reads: the sums over its subpartition range of each input, times
-/// the share of the producer partitions it reads (all of them but for POINTWISE inputs and
-/// split subpartitions; sums over producers do not say which producer wrote what, so the share
-/// is by count). O(inputs x (subpartitions + parallelism)).
+/// Per subtask, the bytes it reads over all inputs ([`ResultBytes::bytes_read`]: exact but for
+/// the pieces of split subpartitions, apportioned by the producers' totals). O(inputs x
+/// (subpartitions + partitions + parallelism)), plus the rows a POINTWISE subtask reads.
 fn bytes_per_task(
-    inputs: &[ConsumedInput<'_>],
+    results: &[&ResultBytes],
     infos: &[Vec<ExecutionVertexInputInfo>],
     parallelism: u32,
 ) -> Vec<u64> {
     let mut out = vec![0u64; parallelism as usize];
-    for (input, infos) in inputs.iter().zip(infos) {
-        let mut prefix = Vec::with_capacity(input.bytes_per_subpartition.len() + 1);
-        prefix.push(0u128);
-        for &b in input.bytes_per_subpartition {
-            prefix.push(prefix.last().copied().unwrap_or(0) + u128::from(b));
-        }
-        for info in infos {
-            let range = info.subpartition_range;
-            let (start, end) = (range.start as usize, range.end as usize + 1);
-            let mut bytes = prefix.get(end).copied().unwrap_or(0) - prefix[start.min(end)];
-            if info.partition_range.len() < input.num_partitions {
-                bytes = bytes * u128::from(info.partition_range.len())
-                    / u128::from(input.num_partitions.max(1));
-            }
+    for (result, infos) in results.iter().zip(infos) {
+        for (info, read) in infos.iter().zip(result.bytes_read(infos)) {
             if let Some(slot) = out.get_mut(info.subtask_index as usize) {
-                *slot = slot.saturating_add(u64::try_from(bytes).unwrap_or(u64::MAX));
+                *slot = slot.saturating_add(read.bytes);
             }
         }
     }

@@ -88,6 +88,8 @@ pub(crate) struct AdaptiveState {
     /// Per data set read by a run-time decision: bytes per subpartition so far.
     results: Vec<Option<ResultBytes>>,
     decisions: Vec<VertexDecision>,
+    /// Per job vertex, its index in `decisions` once decided.
+    decision_of: Vec<Option<usize>>,
     /// The bytes of the finish being handled: (attempt, per produced data set).
     pending_bytes: Option<(ExecutionAttemptId, Vec<Vec<u64>>)>,
 }
@@ -155,6 +157,10 @@ impl Scheduler {
             })
             .collect();
         let data_sets = job.data_sets().len();
+        let mut decision_of = vec![None; job.vertices().len()];
+        for (i, d) in decisions.iter().enumerate() {
+            decision_of[d.job_vertex.idx()] = Some(i);
+        }
         let graph = ExecutionGraph::build_partial(job, &parallelisms)?;
         let regions = PipelinedRegions::compute(&graph)?;
         let mut scheduler = Scheduler::new(Arc::new(graph), Arc::new(regions), config);
@@ -164,6 +170,7 @@ impl Scheduler {
             subpartitions: vec![0; data_sets],
             results: vec![None; data_sets],
             decisions,
+            decision_of,
             pending_bytes: None,
         };
         for j in 0..prefix {
@@ -201,6 +208,18 @@ impl Scheduler {
     /// scheduler from [`new`](Self::new)).
     pub fn decisions(&self) -> &[VertexDecision] {
         self.adaptive.as_ref().map_or(&[], |a| &a.decisions)
+    }
+
+    /// Per subtask of job vertex `j`, the bytes it reads over all its inputs, when `j` was
+    /// decided at run time and has inputs ([`VertexDecision::bytes_per_task`]); `None` for a
+    /// source, a vertex built whole, or a scheduler from [`new`](Self::new): its tasks' input
+    /// bytes are unknown. What the slow task detector weighs execution times by, as Flink's
+    /// `ExecutionVertex.getInputBytes`. O(1).
+    pub fn input_bytes_per_task(&self, j: JobVertexIndex) -> Option<&[u64]> {
+        let state = self.adaptive.as_ref()?;
+        let i = (*state.decision_of.get(j.idx())?)?;
+        let bytes = &state.decisions.get(i)?.bytes_per_task;
+        (!bytes.is_empty()).then_some(bytes.as_slice())
     }
 
     /// Checks a byte report before anything changes: one entry per produced data set, each
@@ -327,6 +346,7 @@ impl Scheduler {
                 .map_err(|e| format!("bug: growing the execution graph: {e}"))?;
             new_regions.extend(regions);
             state.track_results_of(&self.graph, j);
+            state.decision_of[j.idx()] = Some(state.decisions.len());
             state.decisions.push(decision);
         }
         Ok(new_regions)

@@ -171,3 +171,100 @@ fn split_pieces_of_uneven_sources_alike_are_exact() {
         .collect();
     assert_eq!(pieces, vec![22 * MIB, 22 * MIB, 22 * MIB, 66 * MIB]);
 }
+
+/// Applies `e` at `now`; adds the attempts it deploys to `deployed`.
+fn step(
+    s: &mut Scheduler,
+    deployed: &mut Vec<ExecutionAttemptId>,
+    now: u64,
+    e: Event,
+) -> Vec<Command> {
+    let out = s.handle(now, e).expect("applies");
+    for c in &out {
+        if let Command::Deploy { tasks, .. } = c {
+            deployed.extend(tasks.iter().map(|(a, _)| *a));
+        }
+    }
+    out
+}
+
+/// The slow task detector weighs execution times by these bytes, as Flink's: 4 sources write 4,
+/// 4, 4 and 48 MiB to a POINTWISE map decided at 4 subtasks (60 MiB), each reading one source.
+/// Maps 0-2 finish after 1,000 ms; with a ratio of 0.5 and a multiplier of 1.5 the baseline is
+/// 1,500 ms on 4 MiB. Map 3 reads 12 times as much, so it is slow only from 18,000 ms; the same
+/// map of a job built whole (bytes unknown) is slow from 1,500 ms.
+#[test]
+fn the_slow_task_detector_weighs_times_by_input_bytes() {
+    let speculative = conflux_scheduler::SpeculativeExecutionOptions {
+        enabled: true,
+        baseline_ratio: 0.5,
+        baseline_lower_bound_ms: 0,
+        ..conflux_scheduler::SpeculativeExecutionOptions::default()
+    };
+    let config = SchedulerConfig {
+        speculative,
+        ..SchedulerConfig::default()
+    };
+    let options = BatchExecutionOptions {
+        max_parallelism: 8,
+        ..BatchExecutionOptions::default()
+    };
+    let undecided = two_stage(4, "pointwise");
+    let mut fixed = undecided.clone();
+    fixed.vertices[1].parallelism = 4;
+    for (json, slow_from) in [(undecided, 18_000), (fixed, 1_500)] {
+        let job = JobGraph::from_json(&json).expect("valid");
+        let mut s = Scheduler::new_adaptive(job, options.clone(), config).expect("adaptive");
+        let mut deployed = Vec::new();
+        for tm in 0..2 {
+            let location = TaskManagerLocation {
+                id: TaskManagerId(tm),
+                data_address: format!("10.0.0.{}:6121", tm + 1).parse().expect("address"),
+            };
+            let e = Event::TaskManagerRegistered { location, slots: 8 };
+            step(&mut s, &mut deployed, 0, e);
+        }
+        step(&mut s, &mut deployed, 0, Event::Start);
+        let sources = std::mem::take(&mut deployed);
+        assert_eq!(sources.len(), 4);
+        for (a, mib) in sources.into_iter().zip([4, 4, 4, 48]) {
+            step(&mut s, &mut deployed, 1, Event::TaskRunning(a));
+            let data_set = conflux_graph::IntermediateDataSetIndex(0);
+            let report = match s.subpartitions_of(data_set) {
+                Some(n) => vec![mib * MIB / u64::from(n); n as usize],
+                None => Vec::new(),
+            };
+            let e = Event::TaskFinishedWithBytes(a, vec![report]);
+            step(&mut s, &mut deployed, 10, e);
+        }
+        let maps = std::mem::take(&mut deployed);
+        assert_eq!(maps.len(), 4);
+        let map = s.graph().job_graph().vertex_indices().nth(1).expect("map");
+        if slow_from == 18_000 {
+            let bytes = s.input_bytes_per_task(map).expect("decided at run time");
+            assert_eq!(bytes, [4 * MIB, 4 * MIB, 4 * MIB, 48 * MIB]);
+        } else {
+            assert_eq!(s.input_bytes_per_task(map), None, "built whole");
+        }
+        for &a in &maps {
+            step(&mut s, &mut deployed, 10, Event::TaskRunning(a));
+        }
+        for &a in &maps[..3] {
+            step(&mut s, &mut deployed, 1_010, Event::TaskFinished(a));
+        }
+        let speculated = |out: &[Command]| {
+            out.iter().any(|c| {
+                matches!(c, Command::DeploySpeculative { tasks } if tasks[0].0.vertex == maps[3].vertex)
+            })
+        };
+        let out = step(
+            &mut s,
+            &mut deployed,
+            10 + slow_from - 1,
+            Event::CheckSlowTasks,
+        );
+        assert!(!speculated(&out), "{slow_from}: {out:?}");
+        let out = step(&mut s, &mut deployed, 10 + slow_from, Event::CheckSlowTasks);
+        assert!(speculated(&out), "{slow_from}: {out:?}");
+    }
+}

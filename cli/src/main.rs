@@ -14,6 +14,7 @@ use conflux_deploy::{OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE, DEFAULT_OFFLOAD_THRE
 use conflux_graph::load::LoadOptions;
 use conflux_graph::{flink_plan, generate, limits, ResultPartitionType};
 
+mod batch;
 mod blobs;
 mod checkpoint;
 mod cluster;
@@ -157,14 +158,8 @@ struct RunArgs {
     /// Failover strategy.
     #[arg(long, value_enum, default_value_t = FailoverArg::Region)]
     failover: FailoverArg,
-    /// Bytes every source vertex produces in all, over its subtasks, unless its job graph
-    /// vertex gives `source_bytes` (what decides undecided vertices; default 1 GiB).
-    #[arg(long, default_value_t = conflux_sim::DEFAULT_SOURCE_BYTES)]
-    source_bytes: u64,
-    /// Zipf exponent of the bytes over subpartitions (0: even; 1.0: the k-th hottest
-    /// subpartition gets 1/k of the hottest's share).
-    #[arg(long, default_value_t = 0.0)]
-    skew: f64,
+    #[command(flatten)]
+    batch: batch::BatchArgs,
     #[command(flatten)]
     offload: OffloadArgs,
     /// Output format.
@@ -535,12 +530,6 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
             )));
         }
     }
-    if !(args.skew.is_finite() && args.skew >= 0.0) {
-        return Err(Failure::Input(anyhow::anyhow!(
-            "--skew {} is not a finite exponent of 0 or more",
-            args.skew
-        )));
-    }
     let options = run::RunOptions {
         task_managers: args.task_managers,
         slots: args.slots,
@@ -559,10 +548,8 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
         },
         progress: !args.quiet && progress::on_terminal(),
         decide: !args.load.default_parallelism_given(),
-        bytes: conflux_sim::BytesModel {
-            source_bytes: args.source_bytes,
-            skew: args.skew,
-        },
+        batch: args.batch.options()?,
+        bytes: args.batch.bytes()?,
         task_duration_ms: args.task_duration_ms,
         speculative: args.speculative.options()?,
         slow_task_managers: args.speculative.slow_task_managers()?,

@@ -32,6 +32,8 @@ pub(crate) struct RunOptions {
     /// Decide undecided vertices (`-1`) from produced bytes; `false` (`--default-parallelism`
     /// given) fixes them at the estimate.
     pub(crate) decide: bool,
+    /// Flink's adaptive batch options (what decides undecided vertices).
+    pub(crate) batch: conflux_adaptive::BatchExecutionOptions,
     /// The bytes simulated tasks write (what decides undecided vertices).
     pub(crate) bytes: sim::BytesModel,
     /// Task durations are drawn from this range, ms.
@@ -233,7 +235,7 @@ fn run_adaptive(
     let report = with_progress(options, estimate, |progress| {
         sim::simulate_adaptive(
             job,
-            conflux_adaptive::BatchExecutionOptions::default(),
+            options.batch.clone(),
             options.bytes,
             &config,
             blobs,

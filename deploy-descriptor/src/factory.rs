@@ -17,6 +17,7 @@ use conflux_graph::{
     ConsumedPartitionGroupId, ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId,
 };
 
+use crate::input_info_store::{StaticGraph, VertexInputInfoStore};
 use crate::offload::{MaybeOffloaded, OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE};
 use crate::shuffle::{shuffle_descriptor_for, ConsumptionPolicy, ProducerView};
 use crate::tdd::{
@@ -442,18 +443,41 @@ impl TaskDeploymentDescriptorFactory {
         Ok(MaybeOffloaded::Inline(Bytes::from(bytes)))
     }
 
-    /// Assembles the TDD of one attempt from prepared groups. Read-only, so many TDDs can be
+    /// Assembles the TDD of one attempt from prepared groups, for a graph built whole
+    /// ([`create_with`](Self::create_with) and [`StaticGraph`]). Read-only, so many TDDs can be
     /// built in parallel. O(inputs + outputs).
     ///
     /// # Errors
-    /// [`DeployError::GroupNotPrepared`] if a consumed group was not prepared, and
-    /// [`DeployError::GroupsOnly`] from a factory made by [`for_groups`](Self::for_groups) (bugs
-    /// of the caller).
+    /// As [`create_with`](Self::create_with).
     pub fn create(
         &self,
         graph: &ExecutionGraph,
         attempt: ExecutionAttemptId,
         allocation: AllocationId,
+    ) -> Result<TaskDeploymentDescriptor, DeployError> {
+        self.create_with(graph, attempt, allocation, &StaticGraph)
+    }
+
+    /// Assembles the TDD of one attempt from prepared groups, following what `decided` says
+    /// was decided at run time (adaptive batch): a produced partition whose consumer is decided
+    /// at run time has its [`number_of_subpartitions`](VertexInputInfoStore::number_of_subpartitions),
+    /// and a subtask of a vertex decided at run time reads the subpartition range and channels
+    /// of its [`ExecutionVertexInputInfo`](conflux_adaptive::ExecutionVertexInputInfo) (as
+    /// Flink's `TaskDeploymentDescriptorFactory` with the `VertexInputInfoStore`); otherwise the
+    /// static rules: one subpartition per consumer of the group, `subtask mod consumers`.
+    /// Read-only; O(inputs + outputs).
+    ///
+    /// # Errors
+    /// [`DeployError::GroupNotPrepared`] if a consumed group was not prepared,
+    /// [`DeployError::GroupsOnly`] from a factory made by [`for_groups`](Self::for_groups), and
+    /// [`DeployError::InputInfoOutsideGroup`] when a decision names partitions outside the
+    /// group (bugs of the caller).
+    pub fn create_with(
+        &self,
+        graph: &ExecutionGraph,
+        attempt: ExecutionAttemptId,
+        allocation: AllocationId,
+        decided: &dyn VertexInputInfoStore,
     ) -> Result<TaskDeploymentDescriptor, DeployError> {
         let vertex = ExecutionVertexIndex(attempt.vertex);
         let id = graph.execution_vertex_id(vertex);
@@ -470,12 +494,16 @@ impl TaskDeploymentDescriptorFactory {
             .map(|partition| {
                 let data_set = job.data_set(partition.result);
                 // Static graphs: the size of the partition's first consumer vertex group.
-                let subpartitions = graph
-                    .consumer_vertex_groups(partition)
-                    .next()
-                    .map_or(1, |g| {
-                        let group = graph.consumer_vertex_group(g);
-                        group.subtasks.end - group.subtasks.start
+                let subpartitions = decided
+                    .number_of_subpartitions(partition.result)
+                    .unwrap_or_else(|| {
+                        graph
+                            .consumer_vertex_groups(partition)
+                            .next()
+                            .map_or(1, |g| {
+                                let group = graph.consumer_vertex_group(g);
+                                group.subtasks.end - group.subtasks.start
+                            })
                     });
                 ResultPartitionDeploymentDescriptor {
                     partition: ResultPartitionId {
@@ -491,7 +519,7 @@ impl TaskDeploymentDescriptorFactory {
             .collect();
 
         let mut input_gates = Vec::with_capacity(job.inputs(id.job_vertex).len());
-        for group in graph.consumed_partition_groups(vertex) {
+        for (input, group) in graph.consumed_partition_groups(vertex).enumerate() {
             let entry = self
                 .cache
                 .get(&group)
@@ -500,13 +528,39 @@ impl TaskDeploymentDescriptorFactory {
                     vertex: graph.execution_vertex_name(vertex),
                 })?;
             let cpg = graph.consumed_partition_group(group);
-            let subpartition = id.subtask % cpg.num_consumers;
+            let channels = cpg.partitions.end - cpg.partitions.start;
+            let (consumed_subpartitions, consumed_channels) =
+                match decided.execution_vertex_input_info(id.job_vertex, input, id.subtask) {
+                    Some(info) => {
+                        let (first, last) = (info.partition_range.start, info.partition_range.end);
+                        if first < cpg.partitions.start || last >= cpg.partitions.end {
+                            return Err(DeployError::InputInfoOutsideGroup {
+                                vertex: graph.execution_vertex_name(vertex),
+                                input,
+                                group: group.0,
+                                first,
+                                last,
+                                group_start: cpg.partitions.start,
+                                group_end: cpg.partitions.end,
+                            });
+                        }
+                        (
+                            info.subpartition_range.start..=info.subpartition_range.end,
+                            first - cpg.partitions.start..last + 1 - cpg.partitions.start,
+                        )
+                    }
+                    None => {
+                        let subpartition = id.subtask % cpg.num_consumers;
+                        (subpartition..=subpartition, 0..channels)
+                    }
+                };
             input_gates.push(InputGateDeploymentDescriptor {
                 result: cpg.result.0,
                 group,
                 partition_type: cpg.result_partition_type,
-                consumed_subpartitions: subpartition..=subpartition,
-                number_of_channels: cpg.partitions.end - cpg.partitions.start,
+                consumed_subpartitions,
+                number_of_channels: channels,
+                consumed_channels,
                 descriptor_groups: Arc::clone(&entry.serialized),
             });
         }

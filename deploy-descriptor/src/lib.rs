@@ -15,6 +15,7 @@
 
 mod factory;
 mod ids;
+mod input_info_store;
 mod offload;
 mod shuffle;
 mod task_manager;
@@ -29,6 +30,7 @@ pub use factory::{
 pub use ids::{
     AllocationId, ExecutionAttemptId, ResultPartitionId, TaskManagerId, TaskManagerLocation,
 };
+pub use input_info_store::{StaticGraph, VertexInputInfoStore};
 pub use offload::{
     MaybeOffloaded, OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE, DEFAULT_OFFLOAD_THRESHOLD_NUM,
 };
@@ -75,6 +77,25 @@ pub enum DeployError {
     GroupsOnly {
         /// The execution vertex, e.g. `B#3`.
         vertex: String,
+    },
+    /// A run-time decision names partitions outside the consumed partition group (a bug of the
+    /// scheduler that decided it).
+    #[error("bug: {vertex} reads partitions {first}..={last} of its input {input}, outside its consumed partition group {group} (partitions {group_start}..{group_end})")]
+    InputInfoOutsideGroup {
+        /// The consumer, e.g. `B#3`.
+        vertex: String,
+        /// The input (in input order).
+        input: usize,
+        /// The group.
+        group: u32,
+        /// First and last partition the decision names.
+        first: u32,
+        /// See `first`.
+        last: u32,
+        /// The group's partitions, `group_start..group_end`.
+        group_start: u32,
+        /// See `group_start`.
+        group_end: u32,
     },
     /// Serialised data could not be read.
     #[error(transparent)]

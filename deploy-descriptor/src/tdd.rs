@@ -2,7 +2,7 @@
 //! the JobManager sends a TaskManager to run one attempt. The factory builds them, the wire
 //! format encodes their parts, the TaskManager side reads them.
 
-use std::ops::RangeInclusive;
+use std::ops::{Range, RangeInclusive};
 use std::sync::Arc;
 
 use conflux_blob_api::JobId;
@@ -93,6 +93,10 @@ pub struct InputGateDeploymentDescriptor {
     pub consumed_subpartitions: RangeInclusive<u32>,
     /// Input channels, one per partition of the group.
     pub number_of_channels: u32,
+    /// The channels read (positions in the group, `0..number_of_channels` for all): fewer only
+    /// where a run-time decision splits a skewed subpartition across subtasks, each reading it
+    /// from a range of producers (as the shuffle descriptor ranges of Flink 2.0's gates).
+    pub consumed_channels: Range<u32>,
     /// The serialised descriptor groups, shared with every consumer of the group. Loading applies
     /// them in order; a later group may only fill positions that were unknown.
     pub descriptor_groups: Arc<[MaybeOffloaded]>,

@@ -41,6 +41,7 @@ struct WireInputGate {
     partition_type: String,
     consumed_subpartitions: (u32, u32),
     number_of_channels: u32,
+    consumed_channels: (u32, u32),
     descriptor_groups: Vec<WireMaybeOffloaded>,
 }
 
@@ -114,6 +115,7 @@ pub fn encode_tdd(tdd: &TaskDeploymentDescriptor) -> Result<Vec<u8>, WireError> 
                     *g.consumed_subpartitions.end(),
                 ),
                 number_of_channels: g.number_of_channels,
+                consumed_channels: (g.consumed_channels.start, g.consumed_channels.end),
                 descriptor_groups: g.descriptor_groups.iter().map(to_wire).collect(),
             })
             .collect(),
@@ -154,6 +156,13 @@ pub fn decode_tdd(bytes: &[u8]) -> Result<TaskDeploymentDescriptor, WireError> {
                     "{what}: subpartition range {first}..={last} is inverted"
                 )));
             }
+            let (from, to) = g.consumed_channels;
+            if from > to || to > g.number_of_channels {
+                return Err(WireError::Decode(format!(
+                    "{what}: channel range {from}..{to} is not within its {} channels",
+                    g.number_of_channels
+                )));
+            }
             let descriptor_groups = g
                 .descriptor_groups
                 .into_iter()
@@ -165,6 +174,7 @@ pub fn decode_tdd(bytes: &[u8]) -> Result<TaskDeploymentDescriptor, WireError> {
                 partition_type: partition_type(&g.partition_type, &what)?,
                 consumed_subpartitions: first..=last,
                 number_of_channels: g.number_of_channels,
+                consumed_channels: from..to,
                 descriptor_groups: Arc::from(descriptor_groups),
             })
         })
@@ -222,6 +232,7 @@ mod tests {
                 partition_type: ResultPartitionType::Blocking,
                 consumed_subpartitions: 2..=2,
                 number_of_channels: 10_000,
+                consumed_channels: 100..5_000,
                 descriptor_groups: Arc::from(vec![
                     MaybeOffloaded::Offloaded { key, len: 2_300 },
                     MaybeOffloaded::Inline(Bytes::from_static(&[1, 2, 3])),
@@ -244,6 +255,18 @@ mod tests {
         let bytes = encode_tdd(&tdd).unwrap();
         // 1,000 bytes of 0xff as integers would take 2,000 bytes of MessagePack.
         assert!(bytes.len() < 1_400, "{} bytes", bytes.len());
+    }
+
+    #[test]
+    fn a_channel_range_past_the_channels_is_refused() {
+        let mut tdd = sample();
+        tdd.input_gates[0].consumed_channels = 0..10_001;
+        let bytes = encode_tdd(&tdd).unwrap();
+        let err = decode_tdd(&bytes).unwrap_err().to_string();
+        assert!(
+            err.contains("input gate 0: channel range 0..10001 is not within its 10000 channels"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -24,6 +24,12 @@ pub enum OperatorError {
         /// The consumer's max parallelism (its number of key groups).
         max_parallelism: u32,
     },
+    /// Run-time key group ranges that do not cover the key groups once, in order.
+    #[error("key group ranges: {reason}")]
+    KeyGroupRanges {
+        /// What is wrong.
+        reason: String,
+    },
     /// A source parallelism of 0.
     #[error("a word count needs at least one source subtask")]
     NoSources,

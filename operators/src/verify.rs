@@ -13,7 +13,7 @@ use crate::source::{WordSource, Zipf};
 use crate::vocabulary::{check_parallelism, Vocabulary};
 
 /// A word count job's shape: its parameters and the parallelisms of its two vertices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WordCountJob {
     /// Seeds, vocabulary size, words per source.
     pub config: WordCountConfig,
@@ -23,6 +23,11 @@ pub struct WordCountJob {
     pub counters: u32,
     /// Max parallelism of the count vertex: its number of key groups.
     pub max_parallelism: u32,
+    /// Per count subtask, the key groups `(first, last)` it reads, when its parallelism was
+    /// decided at run time (the adaptive batch scheduler's subpartition ranges, one subpartition
+    /// per key group; contiguous, in subtask order, covering `0..max_parallelism`); `None`: the
+    /// ranges of Flink's `KeyGroupRangeAssignment` for `counters`.
+    pub key_group_ranges: Option<Vec<(u32, u32)>>,
 }
 
 impl WordCountJob {
@@ -56,7 +61,21 @@ impl WordCountJob {
                 counts[id as usize] += 1;
             }
         }
-        let routes = vocabulary.routes(self.counters, self.max_parallelism)?;
+        let routes = match &self.key_group_ranges {
+            None => vocabulary.routes(self.counters, self.max_parallelism)?,
+            Some(ranges) => {
+                check_ranges(ranges, self.counters, self.max_parallelism)?;
+                // With as many operators as key groups, the operator index is the key group.
+                let key_groups = vocabulary.routes(self.max_parallelism, self.max_parallelism)?;
+                key_groups
+                    .into_iter()
+                    .map(|kg| {
+                        let at = ranges.partition_point(|&(_, last)| last < kg);
+                        u32::try_from(at).unwrap_or(u32::MAX)
+                    })
+                    .collect()
+            }
+        };
         let mut per_subtask: Vec<Vec<(u32, u64)>> = vec![Vec::new(); self.counters as usize];
         for (id, (&count, &route)) in (0u32..).zip(counts.iter().zip(&routes)) {
             if count > 0 {
@@ -72,6 +91,34 @@ impl WordCountJob {
             words: counts.iter().sum(),
         })
     }
+}
+
+/// Checks run-time key group ranges: one per count subtask, contiguous from 0 to
+/// `max_parallelism - 1`.
+fn check_ranges(ranges: &[(u32, u32)], counters: u32, max: u32) -> Result<(), OperatorError> {
+    let bad = |reason: String| OperatorError::KeyGroupRanges { reason };
+    if ranges.len() != counters as usize {
+        return Err(bad(format!(
+            "{} ranges for {counters} count subtasks",
+            ranges.len()
+        )));
+    }
+    let mut next = 0u32;
+    for (i, &(first, last)) in ranges.iter().enumerate() {
+        if first != next || last < first {
+            return Err(bad(format!(
+                "subtask {i} reads key groups {first}..={last}, expected a range from {next}"
+            )));
+        }
+        next = last.saturating_add(1);
+    }
+    if next != max {
+        return Err(bad(format!(
+            "the ranges end at key group {}, the max parallelism is {max}",
+            next.saturating_sub(1)
+        )));
+    }
+    Ok(())
 }
 
 /// The counts each count subtask must write, sorted by word as its sink file is.

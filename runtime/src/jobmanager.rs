@@ -24,14 +24,13 @@ use conflux_blob::{BlobServer, BlobServerConfig};
 use conflux_blob_api::{BlobWriter, Digest, JobId};
 use conflux_deploy::TaskManagerId;
 use conflux_graph::load::LoadOptions;
-use conflux_graph::{ExecutionGraph, PipelinedRegions};
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use crate::config::JobManagerConfig;
 use crate::protocol::{JobSubmission, JobSummary};
 use crate::report::JobReport;
-pub use invokables::word_count_job;
+pub use invokables::{word_count_job, word_count_job_as_run};
 use job_loop::{LoopContext, PreparedJob};
 use jobs::Jobs;
 use registry::Registry;
@@ -292,36 +291,34 @@ pub(crate) async fn submit(
     };
     let submitted = Instant::now();
     let options = submission.options.clone();
-    let (graph, regions, tasks) = tokio::task::spawn_blocking(move || {
+    let scheduler_config = shared.config.scheduler;
+    let (scheduler, tasks, estimate_reason) = tokio::task::spawn_blocking(move || {
         let load = LoadOptions {
             parallelism: options.parallelism,
+            auto_parallelism: options.auto_parallelism,
             default_parallelism: options
                 .default_parallelism
                 .unwrap_or(LoadOptions::default().default_parallelism),
-            ..LoadOptions::default()
         };
-        let mut job =
-            conflux_graph::load::load(&submission.job, &load).map_err(|e| e.to_string())?;
-        // The runtime does not decide parallelism yet: undecided vertices run at the estimate.
-        job.fix_undecided();
+        let job = conflux_graph::load::load(&submission.job, &load).map_err(|e| e.to_string())?;
         let tasks = invokables::resolve(&job, &options)?;
-        let graph = ExecutionGraph::build(job).map_err(|e| e.to_string())?;
-        let regions = PipelinedRegions::compute(&graph).map_err(|e| e.to_string())?;
-        Ok::<_, String>((Arc::new(graph), Arc::new(regions), tasks))
+        let (scheduler, estimate_reason) =
+            job_loop::new_scheduler(job, &options, scheduler_config)?;
+        Ok::<_, String>((scheduler, tasks, estimate_reason))
     })
     .await
     .map_err(|e| invalid(format!("the loader failed: {e}")))?
     .map_err(invalid)?;
     let id = new_job_id(&source_name);
-    let name = graph.job_graph().name().to_owned();
+    let name = scheduler.graph().job_graph().name().to_owned();
     let job = PreparedJob {
         id,
         name: name.clone(),
-        graph,
-        regions,
+        scheduler,
         tasks,
         options: submission.options,
         submitted,
+        estimate_reason,
     };
     let queue = shared
         .queue
@@ -345,7 +342,6 @@ fn run_jobs(
     let ctx = LoopContext {
         registry: &shared.registry,
         blob_writer,
-        scheduler: shared.config.scheduler,
         rpc_timeout_ms: shared.config.rpc.timeout_ms,
     };
     while let Ok(job) = queue.recv() {
@@ -358,15 +354,16 @@ fn run_jobs(
                     job_id: job.id.to_string(),
                     job: job.name.clone(),
                     status: "CANCELED".into(),
-                    tasks: u64::from(job.graph.num_execution_vertices()),
+                    tasks: u64::from(job.scheduler.graph().num_execution_vertices()),
                     ..JobReport::default()
                 },
             );
             continue;
         }
         tracing::info!(job = %job.id, name = %job.name, "job running");
-        let report = job_loop::run_job(&ctx, &job, sender, &events);
-        tracing::info!(job = %job.id, status = %report.status, "job ended");
-        shared.jobs.finish(job.id, report);
+        let id = job.id;
+        let report = job_loop::run_job(&ctx, job, sender, &events);
+        tracing::info!(job = %id, status = %report.status, "job ended");
+        shared.jobs.finish(id, report);
     }
 }

@@ -27,7 +27,9 @@ pub mod thread_priority;
 
 pub use client::{ClientError, JobManagerClient};
 pub use config::{HeartbeatConfig, JobManagerConfig, RpcConfig, RpcFaults, TaskManagerConfig};
-pub use jobmanager::{word_count_job, JobManager, JobManagerError, TaskManagerInfo};
+pub use jobmanager::{
+    word_count_job, word_count_job_as_run, JobManager, JobManagerError, TaskManagerInfo,
+};
 pub use report::JobReport;
 pub use rss::peak_rss_bytes;
 pub use taskmanager::{TaskManager, TaskManagerError};

@@ -16,7 +16,7 @@ use conflux_deploy::{ExecutionAttemptId, TaskManagerId};
 use serde::{Deserialize, Serialize};
 
 /// The version of this protocol. A peer of another version is refused at the handshake.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
@@ -96,16 +96,46 @@ pub struct PartitionRef {
 
 /// How a synthetic task behaves: it loads its input gates, runs for `duration_ms`, then
 /// finishes, or fails when `fail` is set. Chosen by the JobManager from its seed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SyntheticTask {
     /// How long it runs, ms.
     pub duration_ms: u64,
     /// Fail at the end instead of finishing (an injected task failure).
     pub fail: bool,
+    /// What it reports as written when it finishes ([`TaskMetrics::produced_bytes`]), one entry
+    /// per result partition it produces: parameters of the job's seeded byte model where a
+    /// run-time decision reads the bytes (adaptive batch), so that a submission stays O(1)
+    /// whatever the subpartition count; empty otherwise.
+    pub produced_bytes: Vec<SyntheticOutput>,
+}
+
+/// The bytes a synthetic task reports for one result partition: `bytes` spread over
+/// `subpartitions` with Zipf weights of exponent `skew` over a ranking drawn from `seed`
+/// ([`conflux_sim::spread_bytes`]); no subpartitions: nothing reported for that partition.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SyntheticOutput {
+    /// Subpartitions of the partition (at most the consumer's max parallelism, 32,768).
+    pub subpartitions: u32,
+    /// Bytes in all.
+    pub bytes: u64,
+    /// Zipf exponent (0: even).
+    pub skew: f64,
+    /// Seed of the subpartitions' ranking (the same for every producer of the result).
+    pub seed: u64,
+}
+
+impl SyntheticOutput {
+    /// The bytes per subpartition. O(subpartitions).
+    pub fn bytes_per_subpartition(&self) -> Vec<u64> {
+        if self.subpartitions == 0 {
+            return Vec::new();
+        }
+        conflux_sim::spread_bytes(self.bytes, self.subpartitions, self.skew, self.seed)
+    }
 }
 
 /// What a submitted task runs: a synthetic task, or a vertex's `invokable`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum TaskSpec {
     /// A vertex without an invokable.
     Synthetic(SyntheticTask),
@@ -142,10 +172,13 @@ pub struct WordCountTask {
     /// Buffers of 32 KiB per subpartition in flight: a pipelined producer's queue per
     /// subpartition and a consumer's credit per channel.
     pub credit: u32,
+    /// Report the bytes written per subpartition ([`TaskMetrics::produced_bytes`]): set when a
+    /// run-time decision reads them (adaptive batch).
+    pub report_produced_bytes: bool,
 }
 
 /// What a task did, sent with its final state.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskMetrics {
     /// Records it wrote to its partitions.
     pub records_out: u64,
@@ -155,10 +188,14 @@ pub struct TaskMetrics {
     pub records_in: u64,
     /// The most bytes its pipelined partitions held at once, waiting for consumers.
     pub peak_buffered_bytes: u64,
+    /// Per result partition it produced (in the TDD's order), the bytes it wrote to each
+    /// subpartition: what the adaptive batch scheduler decides from (Flink's
+    /// `ResultPartitionBytes`). Empty when not measured.
+    pub produced_bytes: Vec<Vec<u64>>,
 }
 
 /// JobManager to TaskManager.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ToTaskManager {
     /// Answer with [`ToJobManager::HeartbeatResponse`] carrying the same `seq`.
     HeartbeatRequest {
@@ -252,7 +289,7 @@ pub enum ToJobManager {
 }
 
 /// How a submitted job runs (the synthetic task settings and input overrides).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobOptions {
     /// Seed of task durations and injected failures.
     pub seed: u64,
@@ -260,6 +297,8 @@ pub struct JobOptions {
     pub task_duration_ms: (u64, u64),
     /// Overrides every vertex's parallelism (`--parallelism`).
     pub parallelism: Option<u32>,
+    /// Makes every vertex above parallelism 1 undecided (`--parallelism auto`; batch jobs).
+    pub auto_parallelism: bool,
     /// Parallelism of vertices that leave it open (`--default-parallelism`).
     pub default_parallelism: Option<u32>,
     /// Where word count sinks write (`--output-dir`).
@@ -268,6 +307,56 @@ pub struct JobOptions {
     pub sink_delay_us: u64,
     /// Buffers per subpartition in flight (`--buffers-per-channel`).
     pub credit: u32,
+    /// How undecided vertices (`-1`) are decided at run time, unless
+    /// [`default_parallelism`](Self::default_parallelism) fixes them.
+    pub batch: BatchOptions,
+    /// What synthetic tasks write, for the decisions: bytes of every source vertex over its
+    /// subtasks (unless its job graph vertex says `source_bytes`).
+    pub source_bytes: u64,
+    /// Zipf exponent of synthetic tasks' bytes over subpartitions (0: even).
+    pub skew: f64,
+}
+
+/// Flink 1.20's `execution.batch.adaptive.auto-parallelism.*` options, as submitted (see
+/// [`conflux_adaptive::BatchExecutionOptions`], whose defaults these are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchOptions {
+    /// `min-parallelism`.
+    pub min_parallelism: u32,
+    /// `max-parallelism`.
+    pub max_parallelism: u32,
+    /// `avg-data-volume-per-task`, bytes.
+    pub avg_data_volume_per_task: u64,
+    /// `default-source-parallelism` (`None`: the max parallelism).
+    pub default_source_parallelism: Option<u32>,
+}
+
+impl Default for BatchOptions {
+    fn default() -> Self {
+        BatchOptions::from(conflux_adaptive::BatchExecutionOptions::default())
+    }
+}
+
+impl From<conflux_adaptive::BatchExecutionOptions> for BatchOptions {
+    fn from(o: conflux_adaptive::BatchExecutionOptions) -> Self {
+        BatchOptions {
+            min_parallelism: o.min_parallelism,
+            max_parallelism: o.max_parallelism,
+            avg_data_volume_per_task: o.avg_data_volume_per_task,
+            default_source_parallelism: o.default_source_parallelism,
+        }
+    }
+}
+
+impl From<BatchOptions> for conflux_adaptive::BatchExecutionOptions {
+    fn from(o: BatchOptions) -> Self {
+        conflux_adaptive::BatchExecutionOptions {
+            min_parallelism: o.min_parallelism,
+            max_parallelism: o.max_parallelism,
+            avg_data_volume_per_task: o.avg_data_volume_per_task,
+            default_source_parallelism: o.default_source_parallelism,
+        }
+    }
 }
 
 /// Default of [`JobOptions::credit`]: 4 buffers of 32 KiB per subpartition (Flink's 2
@@ -280,16 +369,23 @@ impl Default for JobOptions {
             seed: 0,
             task_duration_ms: (1_000, 2_000),
             parallelism: None,
+            auto_parallelism: false,
             default_parallelism: None,
             output_dir: None,
             sink_delay_us: 0,
             credit: DEFAULT_CREDIT,
+            batch: BatchOptions::default(),
+            source_bytes: DEFAULT_SOURCE_BYTES,
+            skew: 0.0,
         }
     }
 }
 
+/// Default of [`JobOptions::source_bytes`]: 1 GiB per source vertex (as `conflux run`).
+pub const DEFAULT_SOURCE_BYTES: u64 = 1 << 30;
+
 /// A job as a client submits it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct JobSubmission {
     /// The file's bytes: job graph JSON or a Flink plan.
     pub job: Bytes,
@@ -300,7 +396,7 @@ pub struct JobSubmission {
 }
 
 /// A client's request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ClientRequest {
     /// Submit a job; answered with [`ClientResponse::Submitted`].
     Submit(JobSubmission),

@@ -1,6 +1,8 @@
 //! What a job run on the cluster did: the report `conflux submit` and `conflux cluster` print.
 //! Its JSON keys are a contract (documented in the README); keep them stable.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// Wall times, ms.
@@ -90,6 +92,133 @@ pub struct JobReport {
     /// What the data plane did, for jobs whose tasks move data (word count); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<DataReport>,
+    /// What was decided at run time (adaptive batch), or why undecided vertices ran at their
+    /// estimate; absent for a job without undecided vertices.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveJobReport>,
+}
+
+/// What an adaptive batch job decided at run time; the keys of `conflux run`'s report.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdaptiveJobReport {
+    /// Job vertex id -> decided parallelism, for every vertex the job graph left undecided.
+    #[serde(default)]
+    pub decided_parallelism: BTreeMap<String, u32>,
+    /// Job vertex id -> bytes its subtasks read, for every vertex decided from its inputs'
+    /// bytes (the producers' reports over the subpartition ranges each subtask reads).
+    #[serde(default)]
+    pub bytes_per_task: BTreeMap<String, BytesPerTask>,
+    /// Subpartitions far above their input's average bytes per subtask.
+    #[serde(default)]
+    pub skewed_subpartitions: SkewedSubpartitions,
+    /// Job vertex id -> per subtask, the subpartitions `[first, last]` it reads of its one input
+    /// (vertices decided from a single input), as its deployment descriptors carry them.
+    #[serde(default)]
+    pub consumed_subpartitions: BTreeMap<String, Vec<[u32; 2]>>,
+    /// Why undecided vertices ran at their estimate although nothing fixed them (the job cannot
+    /// grow at run time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undecided_at_estimate: Option<String>,
+}
+
+/// Bytes read per subtask of one job vertex.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BytesPerTask {
+    /// The fewest bytes a subtask read.
+    pub min: u64,
+    /// The median (the lower middle for an even count).
+    pub median: u64,
+    /// The most.
+    pub max: u64,
+}
+
+/// The skewed subpartitions the decisions found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkewedSubpartitions {
+    /// How many.
+    pub count: u64,
+    /// The largest few (at most [`SKEWED_LISTED`]), largest first.
+    pub largest: Vec<SkewedSubpartition>,
+}
+
+/// Skewed subpartitions listed in a report.
+pub const SKEWED_LISTED: usize = 10;
+
+/// One skewed subpartition.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkewedSubpartition {
+    /// The consuming job vertex.
+    pub vertex: String,
+    /// The producing job vertex.
+    pub producer: String,
+    /// The subpartition index.
+    pub subpartition: u32,
+    /// Its bytes, summed over producers.
+    pub bytes: u64,
+    /// The input's bytes per consumer subtask.
+    pub average_bytes_per_task: u64,
+}
+
+impl AdaptiveJobReport {
+    /// What `scheduler` decided, or the reason the job ran at its estimate; `None` for a job
+    /// that left nothing undecided. O(decided subtasks log) for the medians.
+    pub(crate) fn collect(
+        scheduler: &conflux_scheduler::Scheduler,
+        undecided_at_estimate: Option<String>,
+    ) -> Option<AdaptiveJobReport> {
+        if !scheduler.is_adaptive() {
+            return undecided_at_estimate.map(|reason| AdaptiveJobReport {
+                undecided_at_estimate: Some(reason),
+                ..AdaptiveJobReport::default()
+            });
+        }
+        let job = scheduler.graph().job_graph();
+        let mut report = AdaptiveJobReport::default();
+        let mut skewed = Vec::new();
+        for d in scheduler.decisions() {
+            let id = job.vertex_id(d.job_vertex).to_owned();
+            if d.undecided {
+                report.decided_parallelism.insert(id.clone(), d.parallelism);
+            }
+            // A source decided in the dynamic suffix reads nothing: no bytes to tell.
+            if !d.bytes_per_task.is_empty() && !job.inputs(d.job_vertex).is_empty() {
+                let mut read = d.bytes_per_task.clone();
+                read.sort_unstable();
+                report.bytes_per_task.insert(
+                    id.clone(),
+                    BytesPerTask {
+                        min: read[0],
+                        median: read[(read.len() - 1) / 2],
+                        max: read[read.len() - 1],
+                    },
+                );
+            }
+            if let [infos] = d.input_infos.as_slice() {
+                report.consumed_subpartitions.insert(
+                    id.clone(),
+                    infos
+                        .iter()
+                        .map(|i| [i.subpartition_range.start, i.subpartition_range.end])
+                        .collect(),
+                );
+            }
+            for s in &d.skewed_subpartitions {
+                let edge = job.edge(job.inputs(d.job_vertex)[s.input]);
+                skewed.push(SkewedSubpartition {
+                    vertex: id.clone(),
+                    producer: job.vertex_id(edge.source).to_owned(),
+                    subpartition: s.subpartition,
+                    bytes: s.bytes,
+                    average_bytes_per_task: s.average_bytes_per_task,
+                });
+            }
+        }
+        skewed.sort_by_key(|s| std::cmp::Reverse(s.bytes));
+        report.skewed_subpartitions.count = skewed.len() as u64;
+        skewed.truncate(SKEWED_LISTED);
+        report.skewed_subpartitions.largest = skewed;
+        Some(report)
+    }
 }
 
 /// The data plane's numbers of a job whose tasks move data.

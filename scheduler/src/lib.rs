@@ -19,6 +19,7 @@ pub mod api;
 mod continuation;
 mod failover_strategy;
 mod failure_handling;
+mod input_info_store;
 mod partition_release;
 mod restart_backoff;
 mod scheduler;

@@ -456,7 +456,7 @@ fn run(
             log_blob_failures(&mut factory, job_id);
             let tdds: Vec<TaskDeploymentDescriptor> = deploys
                 .par_iter()
-                .map(|(a, slot)| factory.create(&graph, *a, *slot))
+                .map(|(a, slot)| factory.create_with(&graph, *a, *slot, &scheduler))
                 .collect::<Result<_, _>>()
                 .map_err(|e| e.to_string())?;
             report.descriptor_wall += t.elapsed();

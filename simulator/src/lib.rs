@@ -17,7 +17,9 @@ pub mod slow;
 pub use adaptive_report::{
     AdaptiveReport, BytesPerTask, SkewSplitReport, SkewedSubpartitionReport,
 };
-pub use produced_bytes::{BytesModel, DEFAULT_SOURCE_BYTES};
+pub use produced_bytes::{
+    spread_bytes, weights_seed, BytesModel, ProducedBytes, DEFAULT_SOURCE_BYTES,
+};
 
 pub use cluster::{
     job_id_of, simulate, simulate_adaptive, slot_demand, BlobEnvironment, Faults,

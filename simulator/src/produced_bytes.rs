@@ -39,10 +39,10 @@ impl Default for BytesModel {
     }
 }
 
-/// The bytes of one simulated run: per job vertex the total it reads, per data set the Zipf
-/// weights (computed when first needed).
+/// The bytes of one simulated run (or of the synthetic tasks of a cluster run): per job vertex
+/// the total it reads, per data set the Zipf weights (computed when first needed).
 #[derive(Debug)]
-pub(crate) struct ProducedBytes {
+pub struct ProducedBytes {
     model: BytesModel,
     seed: u64,
     /// Per job vertex, the bytes all its subtasks read together.
@@ -53,7 +53,7 @@ pub(crate) struct ProducedBytes {
 
 impl ProducedBytes {
     /// The totals of every job vertex, in topological order. O(V + E).
-    pub(crate) fn new(graph: &ExecutionGraph, model: BytesModel, seed: u64) -> ProducedBytes {
+    pub fn new(graph: &ExecutionGraph, model: BytesModel, seed: u64) -> ProducedBytes {
         let job = graph.job_graph();
         let mut total_in = vec![0u64; job.vertices().len()];
         for j in job.vertex_indices() {
@@ -77,7 +77,7 @@ impl ProducedBytes {
     }
 
     /// The bytes subtask `subtask` of `j` reads. O(decisions).
-    pub(crate) fn read(&self, scheduler: &Scheduler, j: JobVertexIndex, subtask: u32) -> u64 {
+    pub fn read(&self, scheduler: &Scheduler, j: JobVertexIndex, subtask: u32) -> u64 {
         if let Some(d) = scheduler
             .decisions()
             .iter()
@@ -93,7 +93,7 @@ impl ProducedBytes {
     /// What a finished subtask reports: per data set its vertex produces, the bytes per
     /// subpartition where a decision reads them (else empty). `None` when no decision reads
     /// any (a plain finish). O(subpartitions of those data sets).
-    pub(crate) fn report(
+    pub fn report(
         &mut self,
         scheduler: &Scheduler,
         j: JobVertexIndex,
@@ -118,29 +118,45 @@ impl ProducedBytes {
         )
     }
 
-    /// `bytes` over `n` subpartitions of `d` by its weights; the rounding remainder goes to the
-    /// first subpartitions. Sums to `bytes` exactly.
+    /// `bytes` over `n` subpartitions of `d` by its weights (see [`spread_bytes`]).
     fn spread(&mut self, d: IntermediateDataSetIndex, n: u32, bytes: u64) -> Vec<u64> {
         let (skew, seed) = (self.model.skew, self.seed);
         let weights = self
             .weights
             .entry(d)
-            .or_insert_with(|| zipf_weights(n, skew, seed ^ u64::from(d.0)));
-        let total: u128 = weights.iter().map(|&w| u128::from(w)).sum::<u128>().max(1);
-        let mut out: Vec<u64> = weights
-            .iter()
-            .map(|&w| u64::try_from(u128::from(bytes) * u128::from(w) / total).unwrap_or(u64::MAX))
-            .collect();
-        let mut left = bytes.saturating_sub(out.iter().sum::<u64>());
-        for b in &mut out {
-            if left == 0 {
-                break;
-            }
-            *b += 1;
-            left -= 1;
-        }
-        out
+            .or_insert_with(|| zipf_weights(n, skew, weights_seed(seed, d)));
+        spread_by_weights(weights, bytes)
     }
+}
+
+/// The seed of a data set's subpartition ranking in a run of seed `seed`.
+pub fn weights_seed(seed: u64, d: IntermediateDataSetIndex) -> u64 {
+    seed ^ u64::from(d.0)
+}
+
+/// What one task writes: `bytes` over `n` subpartitions with Zipf weights of exponent `skew`
+/// over the ranking drawn from `seed` ([`weights_seed`]); the rounding remainder goes to the
+/// first subpartitions, so the result sums to `bytes` exactly. O(n). What a synthetic task of
+/// the cluster reports, from the parameters its JobManager sends.
+pub fn spread_bytes(bytes: u64, n: u32, skew: f64, seed: u64) -> Vec<u64> {
+    spread_by_weights(&zipf_weights(n, skew, seed), bytes)
+}
+
+fn spread_by_weights(weights: &[u64], bytes: u64) -> Vec<u64> {
+    let total: u128 = weights.iter().map(|&w| u128::from(w)).sum::<u128>().max(1);
+    let mut out: Vec<u64> = weights
+        .iter()
+        .map(|&w| u64::try_from(u128::from(bytes) * u128::from(w) / total).unwrap_or(u64::MAX))
+        .collect();
+    let mut left = bytes.saturating_sub(out.iter().sum::<u64>());
+    for b in &mut out {
+        if left == 0 {
+            break;
+        }
+        *b += 1;
+        left -= 1;
+    }
+    out
 }
 
 /// Weights of `n` subpartitions, in 2^-32 units: the subpartition of rank k (a seeded

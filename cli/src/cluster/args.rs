@@ -74,11 +74,13 @@ pub(crate) struct JobArgs {
     /// subpartition and a consumer's credit per channel.
     #[arg(long, default_value_t = conflux_runtime::protocol::DEFAULT_CREDIT, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(crate) buffers_per_channel: u32,
+    #[command(flatten)]
+    pub(crate) batch: crate::batch::BatchArgs,
 }
 
 impl JobArgs {
-    pub(crate) fn options(&self, load: &LoadArgs) -> Result<JobOptions, Failure> {
-        let load = load.options();
+    pub(crate) fn options(&self, load_args: &LoadArgs) -> Result<JobOptions, Failure> {
+        let load = load_args.options();
         let output_dir = match &self.output_dir {
             None => None,
             Some(dir) => {
@@ -89,14 +91,22 @@ impl JobArgs {
                     .map_err(|e| Failure::input(anyhow!("--output-dir {}: {e}", dir.display())))?
             }
         };
+        let bytes = self.batch.bytes()?;
         Ok(JobOptions {
             seed: self.seed,
             task_duration_ms: self.task_duration_ms,
             parallelism: load.parallelism,
-            default_parallelism: Some(load.default_parallelism),
+            auto_parallelism: load.auto_parallelism,
+            // Given: undecided vertices run at it; not given: they are decided at run time.
+            default_parallelism: load_args
+                .default_parallelism_given()
+                .then_some(load.default_parallelism),
             output_dir,
             sink_delay_us: self.sink_delay_us,
             credit: self.buffers_per_channel,
+            batch: self.batch.options()?.into(),
+            source_bytes: bytes.source_bytes,
+            skew: bytes.skew,
         })
     }
 }

@@ -92,7 +92,7 @@ fn verify(
     let bytes = crate::read_input(&args.file)?;
     let job = conflux_graph::load::load(&bytes, &args.load.options())
         .map_err(|e| Failure::input(anyhow!("{}: {e}", args.file.display())))?;
-    let Some(word_count) = conflux_runtime::word_count_job(&job)
+    let Some(word_count) = conflux_runtime::word_count_job_as_run(&job, report)
         .map_err(|e| Failure::input(anyhow!("{}: {e}", args.file.display())))?
     else {
         return Err(Failure::input(anyhow!(

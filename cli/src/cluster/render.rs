@@ -96,5 +96,39 @@ fn render(r: &JobReport) -> String {
             (None, _) => {}
         }
     }
+    if let Some(a) = &r.adaptive {
+        render_adaptive(a, &mut out);
+    }
     out
+}
+
+/// What was decided at run time: a line per decided vertex, the skew, or why nothing was.
+fn render_adaptive(a: &conflux_runtime::report::AdaptiveJobReport, out: &mut String) {
+    if let Some(reason) = &a.undecided_at_estimate {
+        out.push_str(&format!(
+            "undecided vertices run at the estimate: {}\n",
+            crate::failure::escape_controls(reason)
+        ));
+    }
+    for (vertex, p) in &a.decided_parallelism {
+        out.push_str(&format!(
+            "decided: {} -> parallelism {p}",
+            crate::failure::escape_controls(vertex)
+        ));
+        if let Some(b) = a.bytes_per_task.get(vertex) {
+            out.push_str(&format!(
+                ", bytes per task min {} / median {} / max {}",
+                group_digits(b.min),
+                group_digits(b.median),
+                group_digits(b.max)
+            ));
+        }
+        out.push('\n');
+    }
+    if a.skewed_subpartitions.count > 0 {
+        out.push_str(&format!(
+            "skewed subpartitions: {}\n",
+            a.skewed_subpartitions.count
+        ));
+    }
 }

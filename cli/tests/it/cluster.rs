@@ -942,3 +942,95 @@ fn a_killed_task_manager_loses_its_partitions_and_the_output_is_still_right() {
         .sum();
     assert!(reruns >= 1, "tasks of the killed TaskManager re-ran: {r}");
 }
+
+/// `cluster --parallelism auto`: the sources get `--default-source-parallelism`, the counters
+/// are decided from the bytes the sources measured, the counts are right.
+#[test]
+fn cluster_decides_an_undecided_word_count_from_measured_bytes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count_with_data(dir.path(), 4, 4, 50_000);
+    let out = dir.path().join("out");
+    let out = out.to_str().expect("utf-8 path");
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-adaptive",
+        &[
+            "cluster",
+            &file,
+            "--parallelism",
+            "auto",
+            "--default-source-parallelism",
+            "3",
+            "--avg-data-volume-per-task",
+            "100000",
+            "--task-managers",
+            "2",
+            "--slots",
+            "4",
+            "--output-dir",
+            out,
+            "--verify",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(90),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(u64_at(&r["decided_parallelism"], "source"), 3, "{r}");
+    let counters = u64_at(&r["decided_parallelism"], "count");
+    // 150,000 words of about 6 bytes: several counters of at most ~100 KB each.
+    assert!((4..=128).contains(&counters), "{r}");
+    let ranges = r["consumed_subpartitions"]["count"]
+        .as_array()
+        .expect("ranges");
+    assert_eq!(ranges.len() as u64, counters, "{r}");
+    assert_eq!(ranges[0][0], 0, "{r}");
+    assert_eq!(ranges[ranges.len() - 1][1], 127, "{r}");
+    assert_eq!(u64_at(&r, "tasks"), 3 + counters, "{r}");
+    let data = &r["data"];
+    assert_eq!(data["output_verified"], true, "{r}");
+    assert_eq!(u64_at(data, "words"), 150_000, "{r}");
+}
+
+/// Flink's adaptive word count plan on the cluster decides 64 counters from 1 GiB of synthetic
+/// bytes (as `run`), and the text report says so; `--default-parallelism` decides nothing.
+#[test]
+fn cluster_decides_a_flink_plan_as_run_does() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = "fixtures/flink-plans/wordcount-batch-p4-adaptive.plan.json";
+    let base = [
+        "cluster",
+        plan,
+        "--task-managers",
+        "2",
+        "--task-duration-ms",
+        "0",
+        "--source-bytes",
+        "1073741824",
+    ];
+    let (status, stdout, stderr) =
+        run_bounded("cluster-plan", &base, dir.path(), Duration::from_secs(90));
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    assert!(stdout.contains("status: FINISHED"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "-> parallelism 64, bytes per task min 16,777,216 / median 16,777,216 / max 16,777,216"
+        ),
+        "{stdout}"
+    );
+    let mut fixed = base.to_vec();
+    fixed.extend(["--default-parallelism", "4", "--format", "json"]);
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-plan-fixed",
+        &fixed,
+        dir.path(),
+        Duration::from_secs(90),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(r["decided_parallelism"], Value::Null, "{r}");
+    assert_eq!(u64_at(&r, "tasks"), 8, "{r}");
+}

@@ -389,3 +389,111 @@ fn the_10k_group_is_offloaded_by_default_and_small_when_compressed() {
         .expect("tdd");
     assert!(!t.input_gates[0].descriptor_groups[0].is_offloaded());
 }
+
+/// What an adaptive scheduler decided, by hand: the data set's producers write 128
+/// subpartitions, and consumer subtask `k` reads `ranges[k]` of the partitions `partitions[k]`.
+struct Decided {
+    subpartitions: u32,
+    ranges: Vec<(u32, u32)>,
+    partitions: Vec<(u32, u32)>,
+}
+
+impl conflux_deploy::VertexInputInfoStore for Decided {
+    fn number_of_subpartitions(&self, _: conflux_graph::IntermediateDataSetIndex) -> Option<u32> {
+        Some(self.subpartitions)
+    }
+
+    fn execution_vertex_input_info(
+        &self,
+        job_vertex: conflux_graph::JobVertexIndex,
+        input: usize,
+        subtask: u32,
+    ) -> Option<conflux_adaptive::ExecutionVertexInputInfo> {
+        assert_eq!(
+            (job_vertex.0, input),
+            (1, 0),
+            "only B's one input is asked for"
+        );
+        let (first, last) = self.ranges[subtask as usize];
+        let (from, to) = self.partitions[subtask as usize];
+        Some(conflux_adaptive::ExecutionVertexInputInfo {
+            subtask_index: subtask,
+            partition_range: conflux_adaptive::IndexRange::new(from, to),
+            subpartition_range: conflux_adaptive::IndexRange::new(first, last),
+        })
+    }
+}
+
+/// A graph decided at run time: producers write the decided subpartition count, consumers read
+/// their decided ranges (one of them a split piece: two of the four producers).
+#[test]
+fn run_time_decisions_reach_the_descriptors() {
+    let graph = two_vertex_graph(4, 3, "all_to_all", "blocking");
+    let mut states = States::new(&graph);
+    for v in 0..4 {
+        states.finish(&graph, v);
+    }
+    let decided = Decided {
+        subpartitions: 128,
+        ranges: vec![(0, 40), (41, 41), (41, 127)],
+        partitions: vec![(0, 3), (0, 1), (2, 3)],
+    };
+    let (mut f, _) = factory(&graph, OffloadRule::Never, usize::MAX);
+    let producer = f
+        .create_with(&graph, attempt(0), slot(0), &decided)
+        .expect("tdd");
+    assert_eq!(producer.produced_partitions[0].number_of_subpartitions, 128);
+    let gates: Vec<_> = (4..7)
+        .map(|v| {
+            f.prepare_groups(&graph, ExecutionVertexIndex(v), &states)
+                .expect("groups");
+            let tdd = f
+                .create_with(&graph, attempt(v), slot(v), &decided)
+                .expect("tdd");
+            let gate = &tdd.input_gates[0];
+            (
+                gate.consumed_subpartitions.clone(),
+                gate.consumed_channels.clone(),
+                gate.number_of_channels,
+            )
+        })
+        .collect();
+    assert_eq!(
+        gates,
+        [(0..=40, 0..4, 4), (41..=41, 0..2, 4), (41..=127, 2..4, 4)]
+    );
+    // The static rule where nothing was decided.
+    let tdd = f.create(&graph, attempt(5), slot(5)).expect("tdd");
+    assert_eq!(tdd.input_gates[0].consumed_subpartitions, 1..=1);
+    assert_eq!(tdd.input_gates[0].consumed_channels, 0..4);
+}
+
+/// A decision naming partitions its consumer's group does not hold is refused, naming them.
+#[test]
+fn a_decision_outside_the_group_is_an_error_naming_it() {
+    // 4 -> 2 pointwise: B#0 reads partitions 0 and 1 only.
+    let graph = two_vertex_graph(4, 2, "pointwise", "blocking");
+    let mut states = States::new(&graph);
+    for v in 0..4 {
+        states.finish(&graph, v);
+    }
+    let decided = Decided {
+        subpartitions: 1,
+        ranges: vec![(0, 0), (0, 0)],
+        partitions: vec![(2, 3), (2, 3)],
+    };
+    let (mut f, _) = factory(&graph, OffloadRule::Never, usize::MAX);
+    f.prepare_groups(&graph, ExecutionVertexIndex(4), &states)
+        .expect("groups");
+    let err = f
+        .create_with(&graph, attempt(4), slot(4), &decided)
+        .expect_err("outside the group")
+        .to_string();
+    assert!(
+        err.contains(
+            "B#0 reads partitions 2..=3 of its input 0, outside its consumed partition group"
+        ),
+        "{err}"
+    );
+    assert!(err.contains("(partitions 0..2)"), "{err}");
+}

@@ -60,6 +60,7 @@ fn job() -> WordCountJob {
         sources: 3,
         counters: 5,
         max_parallelism: 128,
+        key_group_ranges: None,
     }
 }
 

@@ -84,7 +84,7 @@ impl DataStats {
             let Some(task) = tasks.get(j.idx()).and_then(Option::as_ref) else {
                 continue;
             };
-            let parallelism = u64::from(job_graph.vertex(j).parallelism);
+            let parallelism = u64::from(graph.parallelism_of(j));
             let started = self.started.get(&j.0).copied().unwrap_or(0);
             reruns.insert(
                 job_graph.vertex_id(j).to_owned(),
@@ -95,7 +95,7 @@ impl DataStats {
                     .produced_data_sets(j)
                     .iter()
                     .flat_map(|&d| job_graph.data_set(d).consumers.iter())
-                    .map(|&e| u64::from(job_graph.vertex(job_graph.edge(e).target).parallelism))
+                    .map(|&e| u64::from(graph.parallelism_of(job_graph.edge(e).target)))
                     .sum();
                 bound = bound.max(subpartitions * u64::from(task.credit) * MAX_BUFFER_BYTES as u64);
             }

@@ -55,6 +55,8 @@ pub(crate) fn resolve(
                 output_dir: options.output_dir.clone(),
                 sink_delay_us: options.sink_delay_us,
                 credit: options.credit,
+                // Set per attempt when it is deployed.
+                report_produced_bytes: false,
             }))
         })
         .collect()
@@ -111,5 +113,48 @@ pub fn word_count_job(graph: &JobGraph) -> Result<Option<WordCountJob>, String> 
         counters: graph.vertex(count).parallelism,
         max_parallelism: u32::try_from(max)
             .map_err(|_| format!("vertex {id}: consumer max parallelism {max} above 2^32"))?,
+        key_group_ranges: None,
     }))
+}
+
+/// [`word_count_job`] as a run decided it: where the report says the source's or the count's
+/// parallelism was decided at run time, the decided parallelism, and the count's key groups
+/// are the subpartition ranges its subtasks read (one subpartition per key group).
+///
+/// # Errors
+/// As [`word_count_job`], and when the report decided the count vertex without saying what
+/// its subtasks read.
+pub fn word_count_job_as_run(
+    graph: &JobGraph,
+    report: &crate::JobReport,
+) -> Result<Option<WordCountJob>, String> {
+    let Some(mut job) = word_count_job(graph)? else {
+        return Ok(None);
+    };
+    let Some(adaptive) = &report.adaptive else {
+        return Ok(Some(job));
+    };
+    let Some(source) = graph
+        .vertex_indices()
+        .find(|&j| graph.vertex_invokable(j) == Some(INVOKABLE_SOURCE))
+    else {
+        return Ok(Some(job));
+    };
+    let count = single_consumer(graph, source)?;
+    if let Some(&p) = adaptive.decided_parallelism.get(graph.vertex_id(source)) {
+        job.sources = p;
+    }
+    let count_id = graph.vertex_id(count);
+    if let Some(&p) = adaptive.decided_parallelism.get(count_id) {
+        let ranges = adaptive
+            .consumed_subpartitions
+            .get(count_id)
+            .ok_or_else(|| {
+                format!("the report decided {count_id} but does not say what its subtasks read")
+            })?;
+        job.counters = p;
+        job.max_parallelism = ranges.last().map_or(0, |r| r[1] + 1);
+        job.key_group_ranges = Some(ranges.iter().map(|r| (r[0], r[1])).collect());
+    }
+    Ok(Some(job))
 }

@@ -16,10 +16,14 @@ use conflux_deploy::{
     encode_tdd, AllocationId, DeploymentConfig, ExecutionAttemptId, ExecutionState,
     TaskDeploymentDescriptorFactory, TaskManagerId, TaskManagerLocation,
 };
+use conflux_graph::dynamic::first_dynamic_vertex;
 use conflux_graph::{
-    ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, PipelinedRegions,
+    ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph, PipelinedRegions,
 };
-use conflux_scheduler::{Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig};
+use conflux_scheduler::{
+    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
+};
+use conflux_sim::{weights_seed, BytesModel, ProducedBytes};
 use rayon::prelude::*;
 
 use crate::connection::encode;
@@ -27,10 +31,10 @@ use crate::cpu_time::thread_cpu_time;
 use crate::jobmanager::data_stats::DataStats;
 use crate::jobmanager::registry::{Outbox, Registry};
 use crate::protocol::{
-    JobOptions, PartitionRef, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToTaskManager,
-    WordCountTask,
+    JobOptions, PartitionRef, SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState,
+    ToTaskManager, WordCountRole, WordCountTask,
 };
-use crate::report::{JobReport, TaskManagerReport, WallMs};
+use crate::report::{AdaptiveJobReport, JobReport, TaskManagerReport, WallMs};
 use crate::rss::peak_rss_bytes;
 
 /// What the loop hears from the rest of the JobManager.
@@ -65,23 +69,58 @@ enum Pending {
     Message(LoopEvent),
 }
 
-/// A job ready to run: validated, expanded, its regions computed.
+/// A job ready to run: validated, its scheduler built (and with it the execution graph and its
+/// regions, or their initialised prefix when undecided vertices are decided at run time).
 pub(crate) struct PreparedJob {
     pub(crate) id: JobId,
     pub(crate) name: String,
-    pub(crate) graph: Arc<ExecutionGraph>,
-    pub(crate) regions: Arc<PipelinedRegions>,
+    pub(crate) scheduler: Scheduler,
     /// Per job vertex, the word count task it runs (`None`: synthetic).
     pub(crate) tasks: Vec<Option<WordCountTask>>,
     pub(crate) options: JobOptions,
     pub(crate) submitted: Instant,
+    /// Why undecided vertices run at their estimate although nothing fixed them (the job cannot
+    /// grow at run time), for the report.
+    pub(crate) estimate_reason: Option<String>,
+}
+
+/// The scheduler of a submitted job: adaptive batch when the job has undecided vertices (`-1`)
+/// and `--default-parallelism` did not fix them (as `conflux run`), else one over the graph
+/// built whole. A job that cannot grow at run time (a pipelined edge or co-location group after
+/// its first undecided vertex) runs at the estimate, and the reason is returned.
+///
+/// # Errors
+/// Why the graph cannot be built, or the batch options are out of range.
+pub(crate) fn new_scheduler(
+    mut job: JobGraph,
+    options: &JobOptions,
+    config: SchedulerConfig,
+) -> Result<(Scheduler, Option<String>), String> {
+    let decide = options.default_parallelism.is_none() && job.has_undecided();
+    let estimate_reason = if decide {
+        first_dynamic_vertex(&job).err().map(|e| e.to_string())
+    } else {
+        None
+    };
+    if decide && estimate_reason.is_none() {
+        let scheduler = Scheduler::new_adaptive(job, options.batch.into(), config)
+            .map_err(|e| e.to_string())?;
+        return Ok((scheduler, None));
+    }
+    if let Some(reason) = &estimate_reason {
+        tracing::warn!(%reason, "undecided vertices run at their estimate");
+    }
+    job.fix_undecided();
+    let graph = ExecutionGraph::build(job).map_err(|e| e.to_string())?;
+    let regions = PipelinedRegions::compute(&graph).map_err(|e| e.to_string())?;
+    let scheduler = Scheduler::new(Arc::new(graph), Arc::new(regions), config);
+    Ok((scheduler, estimate_reason))
 }
 
 /// What the loop needs of the JobManager.
 pub(crate) struct LoopContext<'a> {
     pub(crate) registry: &'a Registry,
     pub(crate) blob_writer: Arc<dyn BlobWriter>,
-    pub(crate) scheduler: SchedulerConfig,
     pub(crate) rpc_timeout_ms: u64,
 }
 
@@ -89,9 +128,11 @@ const NO_TASK_MANAGER: u32 = u32::MAX;
 
 struct JobRun<'a> {
     ctx: &'a LoopContext<'a>,
-    job: &'a PreparedJob,
+    job: JobParts,
     scheduler: Scheduler,
     factory: TaskDeploymentDescriptorFactory,
+    /// What synthetic tasks report as written, when a run-time decision reads it.
+    synthetic_bytes: Option<ProducedBytes>,
     started: Instant,
     /// Per execution vertex, the TaskManager of its current attempt.
     deployed_on: Vec<u32>,
@@ -117,18 +158,44 @@ struct JobRun<'a> {
     last_task_failure: Option<String>,
 }
 
+/// What the loop keeps of a prepared job besides its scheduler.
+struct JobParts {
+    id: JobId,
+    name: String,
+    tasks: Vec<Option<WordCountTask>>,
+    options: JobOptions,
+    submitted: Instant,
+}
+
 /// Runs `job` to its end on the registered TaskManagers. `events` must be the receiving end of
 /// `sender`, which the registry gets while the job runs.
 pub(crate) fn run_job(
     ctx: &LoopContext<'_>,
-    job: &PreparedJob,
+    job: PreparedJob,
     sender: Sender<LoopEvent>,
     events: &Receiver<LoopEvent>,
 ) -> JobReport {
+    let PreparedJob {
+        id,
+        name,
+        scheduler,
+        tasks,
+        options,
+        submitted,
+        estimate_reason,
+    } = job;
+    let job = JobParts {
+        id,
+        name,
+        tasks,
+        options,
+        submitted,
+    };
+    let graph = Arc::clone(scheduler.graph());
     let factory = match TaskDeploymentDescriptorFactory::new(
-        &job.graph,
+        &graph,
         job.id,
-        DeploymentConfig::for_job_type(job.graph.job_graph().job_type()),
+        DeploymentConfig::for_job_type(graph.job_graph().job_type()),
         Arc::clone(&ctx.blob_writer),
     ) {
         Ok(factory) => factory,
@@ -142,17 +209,24 @@ pub(crate) fn run_job(
             }
         }
     };
+    let synthetic_bytes = scheduler.is_adaptive().then(|| {
+        let model = BytesModel {
+            source_bytes: job.options.source_bytes,
+            skew: job.options.skew,
+        };
+        ProducedBytes::new(&graph, model, job.options.seed)
+    });
+    let deployed_on = vec![NO_TASK_MANAGER; graph.num_execution_vertices() as usize];
+    // The scheduler is the graph's only owner while it runs, so that growing it copies nothing.
+    drop(graph);
     let mut run = JobRun {
         ctx,
         job,
-        scheduler: Scheduler::new(
-            Arc::clone(&job.graph),
-            Arc::clone(&job.regions),
-            ctx.scheduler,
-        ),
+        scheduler,
         factory,
+        synthetic_bytes,
         started: Instant::now(),
-        deployed_on: vec![NO_TASK_MANAGER; job.graph.num_execution_vertices() as usize],
+        deployed_on,
         tasks_per_task_manager: HashMap::new(),
         participants: BTreeSet::new(),
         pending_acks: HashMap::new(),
@@ -187,6 +261,8 @@ pub(crate) fn run_job(
     let counters_before = ctx.registry.lock().counters;
     run.push(Event::Start);
     run.drive(events);
+    let job = &run.job;
+    let graph = Arc::clone(run.scheduler.graph());
 
     let mut registry = ctx.registry.lock();
     registry.current_job = None;
@@ -230,7 +306,7 @@ pub(crate) fn run_job(
             deploy,
             total: job.submitted.elapsed().as_secs_f64() * 1e3,
         },
-        tasks: u64::from(job.graph.num_execution_vertices()),
+        tasks: u64::from(graph.num_execution_vertices()),
         tasks_deployed: run.tasks_deployed,
         restarts: run.scheduler.restarts(),
         task_managers_lost: counters.lost - counters_before.lost,
@@ -244,7 +320,8 @@ pub(crate) fn run_job(
         task_managers,
         killed_task_manager: None,
         kill_skipped: None,
-        data: run.data.report(&job.tasks, &job.graph),
+        data: run.data.report(&job.tasks, &graph),
+        adaptive: AdaptiveJobReport::collect(&run.scheduler, estimate_reason),
     }
 }
 
@@ -302,6 +379,16 @@ impl JobRun<'_> {
                     Ok(mut commands) => {
                         self.finish_owed_work(&mut commands);
                         self.apply(commands);
+                    }
+                    // A finish whose byte report does not fit the result (a faulty
+                    // TaskManager): the attempt fails, so that it runs again or the job fails
+                    // with the reason, instead of waiting forever.
+                    Err(e @ SchedulerError::ProducedBytes { .. }) => {
+                        if let Event::TaskFinishedWithBytes(attempt, _) = event {
+                            tracing::warn!(job = %self.job.id, "task finish refused: {e}");
+                            self.last_task_failure = Some(e.to_string());
+                            self.push(Event::TaskFailed(attempt, FailureCause::Task));
+                        }
                     }
                     // Events come from the network: a late or duplicate one is logged, never
                     // fatal.
@@ -402,7 +489,7 @@ impl JobRun<'_> {
     }
 
     fn is_current(&self, attempt: ExecutionAttemptId) -> bool {
-        attempt.vertex < self.job.graph.num_execution_vertices()
+        attempt.vertex < self.scheduler.graph().num_execution_vertices()
             && self.scheduler.attempt(ExecutionVertexIndex(attempt.vertex)) == attempt
     }
 
@@ -482,7 +569,7 @@ impl JobRun<'_> {
                 }
                 self.data.on_state(
                     &self.job.tasks,
-                    self.job.graph.as_ref(),
+                    self.scheduler.graph(),
                     attempt,
                     &state,
                     &metrics,
@@ -495,7 +582,14 @@ impl JobRun<'_> {
                         Some(Event::TaskRunning(attempt))
                     }
                     TaskState::Finished if current == ExecutionState::Running => {
-                        Some(Event::TaskFinished(attempt))
+                        // Bytes only where a run-time decision reads them.
+                        Some(
+                            if metrics.produced_bytes.is_empty() || !self.scheduler.is_adaptive() {
+                                Event::TaskFinished(attempt)
+                            } else {
+                                Event::TaskFinishedWithBytes(attempt, metrics.produced_bytes)
+                            },
+                        )
                     }
                     TaskState::Failed {
                         reason,
@@ -504,8 +598,8 @@ impl JobRun<'_> {
                         tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, "task failed: {reason}");
                         self.last_task_failure = Some(format!(
                             "{}: {reason}",
-                            self.job
-                                .graph
+                            self.scheduler
+                                .graph()
                                 .execution_vertex_name(ExecutionVertexIndex(attempt.vertex))
                         ));
                         let cause = match partition_not_found {
@@ -539,9 +633,10 @@ impl JobRun<'_> {
                     }
                 }
                 Command::ResetVertices(vertices) => {
+                    let graph = Arc::clone(self.scheduler.graph());
                     for v in vertices {
-                        for p in self.job.graph.produced_partitions(v) {
-                            self.factory.on_producer_reset(&self.job.graph, p);
+                        for p in graph.produced_partitions(v) {
+                            self.factory.on_producer_reset(&graph, p);
                         }
                     }
                 }
@@ -554,8 +649,14 @@ impl JobRun<'_> {
                 // it off, so no speculative attempt is ever asked for.
                 Command::DeploySpeculative { .. } => {}
                 Command::Restart(_) | Command::JobStatus { .. } => {}
-                // The runtime runs undecided vertices at their estimate: its graphs never grow.
-                Command::JobVertexInitialized { .. } => {}
+                Command::JobVertexInitialized { job_vertex, .. } => {
+                    let graph = Arc::clone(self.scheduler.graph());
+                    self.deployed_on
+                        .resize(graph.num_execution_vertices() as usize, NO_TASK_MANAGER);
+                    if let Err(e) = self.factory.on_vertex_initialized(&graph, job_vertex) {
+                        tracing::error!(job = %self.job.id, "bug: task information: {e}");
+                    }
+                }
             }
         }
         for failure in self.factory.take_blob_failures() {
@@ -572,7 +673,7 @@ impl JobRun<'_> {
 
     /// Tells the TaskManagers holding `partitions` to release them.
     fn release(&mut self, partitions: &[IntermediateResultPartitionId]) {
-        let graph = &self.job.graph;
+        let graph = self.scheduler.graph();
         let mut by_task_manager: HashMap<u32, Vec<PartitionRef>> = HashMap::new();
         for p in partitions {
             let producer = graph.job_graph().data_set(p.result).producer;
@@ -596,7 +697,7 @@ impl JobRun<'_> {
     }
 
     fn deploy(&mut self, deploys: Vec<(ExecutionAttemptId, AllocationId)>) {
-        let graph = Arc::clone(&self.job.graph);
+        let graph = Arc::clone(self.scheduler.graph());
         for (a, _) in &deploys {
             if let Err(e) =
                 self.factory
@@ -605,19 +706,23 @@ impl JobRun<'_> {
                 tracing::warn!(job = %self.job.id, vertex = a.vertex, "descriptor groups: {e}");
             }
         }
-        let options = &self.job.options;
-        let job = self.job;
         let factory = &self.factory;
+        let scheduler = &self.scheduler;
+        let (tasks, bytes, options) = (
+            &self.job.tasks,
+            self.synthetic_bytes.as_ref(),
+            &self.job.options,
+        );
         let frames: Vec<Result<bytes::Bytes, String>> = deploys
             .par_iter()
             .map(|(a, slot)| {
                 let tdd = factory
-                    .create(&graph, *a, *slot)
+                    .create_with(&graph, *a, *slot, scheduler)
                     .map_err(|e| e.to_string())?;
-                let bytes = encode_tdd(&tdd).map_err(|e| e.to_string())?;
+                let encoded = encode_tdd(&tdd).map_err(|e| e.to_string())?;
                 Ok(encode(&ToTaskManager::SubmitTask {
-                    tdd: bytes::Bytes::from(bytes),
-                    task: task_spec(&job.tasks, &graph, options, *a),
+                    tdd: bytes::Bytes::from(encoded),
+                    task: task_spec(tasks, scheduler, bytes, options, *a),
                 }))
             })
             .collect();
@@ -671,20 +776,64 @@ impl JobRun<'_> {
 }
 
 /// What an attempt runs: its vertex's word count task (with its subtask index), or a
-/// synthetic task.
+/// synthetic task. Where a run-time decision reads what the task writes, it reports its bytes
+/// per subpartition: a word count source measures them, a synthetic task is told them
+/// (`synthetic_bytes`).
 fn task_spec(
     tasks: &[Option<WordCountTask>],
-    graph: &ExecutionGraph,
+    scheduler: &Scheduler,
+    synthetic_bytes: Option<&ProducedBytes>,
     options: &JobOptions,
     attempt: ExecutionAttemptId,
 ) -> TaskSpec {
+    let graph = scheduler.graph();
+    let job = graph.job_graph();
     let id = graph.execution_vertex_id(ExecutionVertexIndex(attempt.vertex));
+    let produced = job.produced_data_sets(id.job_vertex);
+    let decided_later = produced
+        .iter()
+        .find_map(|&d| scheduler.subpartitions_of(d).map(|n| (d, n)));
     match tasks.get(id.job_vertex.idx()).and_then(Option::as_ref) {
-        Some(task) => TaskSpec::WordCount(WordCountTask {
-            subtask: id.subtask,
-            ..task.clone()
-        }),
-        None => TaskSpec::Synthetic(synthetic_task(options, attempt)),
+        Some(task) => {
+            let mut role = task.role;
+            if let (WordCountRole::Source { .. }, Some((d, n))) = (role, decided_later) {
+                // A consumer decided at run time reads ranges of as many subpartitions as it
+                // may have subtasks, one per key group (Flink's adaptive batch scheduler):
+                // routing uses that many key groups.
+                let undecided = job.data_set(d).consumers.iter().any(|&e| {
+                    let target = job.edge(e).target;
+                    job.vertex(target).undecided
+                });
+                if undecided {
+                    role = WordCountRole::Source {
+                        consumer_max_parallelism: n,
+                    };
+                }
+            }
+            TaskSpec::WordCount(WordCountTask {
+                role,
+                subtask: id.subtask,
+                report_produced_bytes: decided_later.is_some(),
+                ..task.clone()
+            })
+        }
+        None => {
+            let mut task = synthetic_task(options, attempt);
+            if let (Some(bytes), Some(_)) = (synthetic_bytes, decided_later) {
+                // It passes on what it read; the TaskManager spreads it.
+                let read = bytes.read(scheduler, id.job_vertex, id.subtask);
+                task.produced_bytes = produced
+                    .iter()
+                    .map(|&d| SyntheticOutput {
+                        subpartitions: scheduler.subpartitions_of(d).unwrap_or(0),
+                        bytes: read,
+                        skew: options.skew,
+                        seed: weights_seed(options.seed, d),
+                    })
+                    .collect();
+            }
+            TaskSpec::Synthetic(task)
+        }
     }
 }
 
@@ -697,5 +846,6 @@ pub(crate) fn synthetic_task(options: &JobOptions, attempt: ExecutionAttemptId) 
     SyntheticTask {
         duration_ms: rng.between(lo, hi.max(lo)),
         fail: false,
+        produced_bytes: Vec::new(),
     }
 }

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use conflux_deploy::TaskDeploymentDescriptor;
 
-use crate::protocol::{SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager};
+use crate::protocol::{
+    SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager,
+};
 use crate::taskmanager::wordcount;
 use crate::taskmanager::{lock, SessionContext};
 
@@ -98,6 +100,14 @@ async fn synthetic(task: SyntheticTask) -> Result<TaskMetrics, TaskState> {
             partition_not_found: None,
         })
     } else {
-        Ok(TaskMetrics::default())
+        // A synthetic task writes nothing: it reports the bytes it was told it wrote.
+        Ok(TaskMetrics {
+            produced_bytes: task
+                .produced_bytes
+                .iter()
+                .map(SyntheticOutput::bytes_per_subpartition)
+                .collect(),
+            ..TaskMetrics::default()
+        })
     }
 }

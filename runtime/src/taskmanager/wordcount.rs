@@ -135,7 +135,11 @@ pub(crate) async fn run(
                 let pipelined = !descriptor_gate
                     .partition_type
                     .is_blocking_or_blocking_persistent();
-                for d in loaded.descriptors() {
+                // Fewer channels than the group's where a skewed subpartition is split.
+                let read = descriptor_gate.consumed_channels.clone();
+                let skip = read.start as usize;
+                let take = read.len();
+                for d in loaded.descriptors().skip(skip).take(take) {
                     match *d {
                         ShuffleDescriptor::Known {
                             partition,
@@ -248,6 +252,20 @@ fn run_source(
     let words = WordSource::new(&zipf, config.seed, subtask, config.words_per_source);
     let mut writer = KeyedWriter::new(subpartitions, MAX_BUFFER_BYTES);
     let mut peak_buffered = 0;
+    // Counted per buffer written, not per record: free on the hot path.
+    let mut written = vec![
+        0u64;
+        if task.report_produced_bytes {
+            subpartitions as usize
+        } else {
+            0
+        }
+    ];
+    let mut count = |s: u32, buf: &[u8]| {
+        if let Some(b) = written.get_mut(s as usize) {
+            *b += buf.len() as u64;
+        }
+    };
     if produced.partition_type.is_blocking_or_blocking_persistent() {
         let path = partitions
             .blocking_path(job, id)
@@ -258,7 +276,10 @@ fn run_source(
             Arc::clone(partitions.quota()),
         )
         .map_err(TaskFailure::new)?;
-        let mut append = |s: u32, buf: &[u8]| file.append(s, buf).map_err(TaskFailure::new);
+        let mut append = |s: u32, buf: &[u8]| {
+            count(s, buf);
+            file.append(s, buf).map_err(TaskFailure::new)
+        };
         emit(words, &routed, cancel, |sub, record| {
             writer.write_record(sub, record, &mut append)
         })?;
@@ -306,6 +327,7 @@ fn run_source(
             }
         };
         let mut full = |s: u32, buf: &[u8]| -> Result<(), TaskFailure> {
+            count(s, buf);
             send(s, PipelinedItem::Buffer(Bytes::copy_from_slice(buf)))
         };
         emit(words, &routed, cancel, |sub, record| {
@@ -322,6 +344,11 @@ fn run_source(
         bytes_out: writer.bytes(),
         records_in: 0,
         peak_buffered_bytes: peak_buffered,
+        produced_bytes: if task.report_produced_bytes {
+            vec![written]
+        } else {
+            Vec::new()
+        },
     })
 }
 
@@ -372,5 +399,6 @@ fn run_count(
         bytes_out: 0,
         records_in: counter.total(),
         peak_buffered_bytes: 0,
+        produced_bytes: Vec::new(),
     })
 }

@@ -43,6 +43,7 @@ fn expected_job() -> WordCountJob {
         counters: COUNTERS,
         // Flink's default for a vertex of parallelism 3: 128 key groups.
         max_parallelism: 128,
+        key_group_ranges: None,
     }
 }
 

@@ -10,15 +10,15 @@ use conflux_deploy::ExecutionAttemptId;
 use conflux_graph::ResultPartitionType;
 use conflux_runtime::protocol::{
     ClientRequest, HandshakeReply, Hello, Role, TaskManagerRegistration, TaskManagerStats,
-    TaskMetrics, TaskState, ToJobManager, PROTOCOL_VERSION,
+    TaskMetrics, TaskState, ToJobManager, ToTaskManager, PROTOCOL_VERSION,
 };
 use conflux_runtime::{JobManager, JobManagerClient, JobManagerConfig};
 use tokio::io::AsyncWriteExt;
 
 use crate::support::{
     connect_and_send, frame, hello_frame, jm_config, msgpack, prefixed, read_frame, run_job,
-    start_jm, submission, tm_config, until_closed, wait_for_task_managers, wait_until, word_count,
-    Tm,
+    start_jm, submission, tm_config, until_closed, wait_for_task_managers, wait_until, within,
+    word_count, Tm,
 };
 
 const CLOSE_LIMIT: Duration = Duration::from_secs(3);
@@ -462,5 +462,90 @@ async fn a_task_state_from_a_task_manager_not_running_the_attempt_is_ignored() {
     );
     jm.cancel(job).expect("cancel");
     drop(rogue);
+    jm.shutdown().await;
+}
+
+/// A TaskManager finishes a task of an adaptive job with a byte report that does not fit the
+/// result (3 subpartitions where the undecided consumer's producers write 128): the JobManager
+/// fails that attempt, and with no restarts left the job fails naming the report, instead of
+/// waiting forever for a finish it refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_byte_report_that_does_not_fit_fails_the_task() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut config = jm_config(dir.path());
+    config.scheduler.restart = conflux_scheduler::RestartStrategy::FixedDelay {
+        attempts: 0,
+        delay_ms: 0,
+    };
+    let jm = start_jm(config).await;
+    let mut rogue = welcomed(jm.address(), &tm_hello(1)).await;
+    wait_for_task_managers(&jm, 1).await;
+    let job = bytes::Bytes::from_static(
+        br#"{"name":"adaptive","job_type":"batch","vertices":[
+            {"id":"A","parallelism":1},{"id":"B","parallelism":-1}],
+          "edges":[{"source":"A","target":"B","distribution_pattern":"all_to_all",
+              "result_partition_type":"blocking"}]}"#,
+    );
+    let id = jm.submit(submission(job, (0, 0))).await.expect("accepted");
+    // Plays the TaskManager: answers heartbeats, acknowledges the source and finishes it with
+    // a bad report.
+    let play = async {
+        loop {
+            let Some(body) = read_frame(&mut rogue).await else {
+                return;
+            };
+            let message: ToTaskManager =
+                conflux_runtime::connection::decode(&body, "jm", 0, "message").expect("message");
+            let reply = |m: &ToJobManager| frame(&msgpack(m));
+            match message {
+                ToTaskManager::HeartbeatRequest { seq } => {
+                    let pong = ToJobManager::HeartbeatResponse {
+                        seq,
+                        stats: TaskManagerStats::default(),
+                    };
+                    rogue.write_all(&reply(&pong)).await.expect("sent");
+                }
+                ToTaskManager::SubmitTask { tdd, .. } => {
+                    let tdd = conflux_deploy::decode_tdd(&tdd).expect("tdd");
+                    let (job, attempt) = (tdd.job_id, tdd.execution_attempt);
+                    let mut out = reply(&ToJobManager::SubmitAcknowledged {
+                        job,
+                        attempt,
+                        refused: None,
+                    });
+                    for (state, produced_bytes) in [
+                        (TaskState::Running, Vec::new()),
+                        (TaskState::Finished, vec![vec![1, 2, 3]]),
+                    ] {
+                        out.extend(reply(&ToJobManager::TaskStateChanged {
+                            job,
+                            attempt,
+                            state,
+                            metrics: TaskMetrics {
+                                produced_bytes,
+                                ..TaskMetrics::default()
+                            },
+                            stats: TaskManagerStats::default(),
+                        }));
+                    }
+                    rogue.write_all(&out).await.expect("sent");
+                }
+                _ => {}
+            }
+        }
+    };
+    let report = tokio::select! {
+        report = within("the job's end", Duration::from_secs(20), jm.wait(id)) => report,
+        () = play => panic!("the JobManager closed the connection"),
+    }
+    .expect("a report");
+    assert_eq!(report.status, "FAILED", "{report:?}");
+    let reason = report.failure_reason.unwrap_or_default();
+    assert!(
+        reason.contains(
+            "A#0: bad produced bytes: 3 subpartitions reported for data set 0, it has 128"
+        ),
+        "{reason}"
+    );
     jm.shutdown().await;
 }

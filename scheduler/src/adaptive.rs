@@ -11,9 +11,9 @@
 //! producer's few subpartitions, O(producers + width)), the graph, the regions, the scheduling
 //! topology, the slot pool and every per-vertex, per-partition, per-group and per-region array
 //! grow at their end (append-only: no index changes, nothing is rebuilt), and the new regions
-//! are scheduling candidates at once. Several vertices may be initialised in one call (a fixed vertex or a
-//! source right behind). A graph built whole never gets here: its scheduler has no adaptive
-//! state, and the only cost on its path is one `Option` check per finished task.
+//! are scheduling candidates at once. Several vertices may be initialised in one call (a fixed
+//! vertex or a source right behind). A graph built whole never gets here: its scheduler has no
+//! adaptive state, and the only cost on its path is one `Option` check per finished task.
 
 use std::sync::Arc;
 

@@ -216,7 +216,8 @@ proptest! {
         let input = result.input(DistributionPattern::AllToAll, false);
         if let Some(split) = split_skewed_subpartitions(&input, parallelism, u32::MAX) {
             let read = result.bytes_read(&split.input_infos);
-            let truth: Vec<u64> = split.input_infos.iter().map(|i| brute_force(&alike, i)).collect();
+            let truth: Vec<u64> =
+                split.input_infos.iter().map(|i| brute_force(&alike, i)).collect();
             prop_assert_eq!(bytes(&read), truth);
         }
     }

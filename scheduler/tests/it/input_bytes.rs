@@ -254,7 +254,8 @@ fn the_slow_task_detector_weighs_times_by_input_bytes() {
         }
         let speculated = |out: &[Command]| {
             out.iter().any(|c| {
-                matches!(c, Command::DeploySpeculative { tasks } if tasks[0].0.vertex == maps[3].vertex)
+                matches!(c, Command::DeploySpeculative { tasks }
+                    if tasks[0].0.vertex == maps[3].vertex)
             })
         };
         let out = step(

@@ -4,9 +4,11 @@
 //! Everything here is pure and synchronous: the caller (the dynamic execution graph, the
 //! simulator) keeps, for each consumed result, the bytes of every subpartition summed over the
 //! producers that finished, and calls [`decide_parallelism_and_input_infos`] once all producers
-//! of the vertex are done. The rules are Flink 1.20's `DefaultVertexParallelismAndInputInfosDecider`
-//! and `VertexInputInfoComputationUtils`, with Flink 1.20's `BatchExecutionOptions` defaults
-//! ([`BatchExecutionOptions::default`]); reporting skewed subpartitions goes beyond Flink.
+//! of the vertex are done, then [`ResultBytes::bytes_read`] for what each decided subtask reads
+//! (Flink's input bytes of an execution vertex). The rules are Flink 1.20's
+//! `DefaultVertexParallelismAndInputInfosDecider` and `VertexInputInfoComputationUtils`, with
+//! Flink 1.20's `BatchExecutionOptions` defaults ([`BatchExecutionOptions::default`]);
+//! reporting skewed subpartitions goes beyond Flink.
 //!
 //! ```
 //! use conflux_adaptive::{decide_parallelism_and_input_infos, BatchExecutionOptions,
@@ -40,5 +42,5 @@ pub use input_info::{
     compute_vertex_input_info_for_pointwise, ExecutionVertexInputInfo, IndexRange,
 };
 pub use options::{BatchExecutionOptions, MIB};
-pub use produced_bytes::{BytesError, ResultBytes};
+pub use produced_bytes::{BytesError, BytesRead, ResultBytes};
 pub use skew_split::{split_skewed_subpartitions, split_threshold, SkewSplit, SplitSubpartition};

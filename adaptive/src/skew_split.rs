@@ -7,10 +7,11 @@
 //! than one subtask's average share of the input (the input's bytes / the decided parallelism,
 //! [`split_threshold`]) is read by `ceil(bytes / average)` subtasks instead, each reading it from
 //! a contiguous range of producer partitions (the sums over producers do not say which producer
-//! wrote what, so the share of each is taken as even by producer count: exact when producers
-//! write alike, as hot keys in every producer do). The other subpartitions are cut greedily into
-//! contiguous ranges of at most the average. Every subpartition of every producer partition is
-//! still read exactly once.
+//! wrote what, so the pieces are even by producer count: even in bytes when producers write the
+//! same, as a hot key in every producer does; what each piece reads is apportioned by the
+//! producers' totals, [`ResultBytes::bytes_read`](crate::ResultBytes::bytes_read)). The other
+//! subpartitions are cut greedily into contiguous ranges of at most the average. Every
+//! subpartition of every producer partition is still read exactly once.
 
 use crate::decider::ConsumedInput;
 use crate::input_info::{ExecutionVertexInputInfo, IndexRange};

@@ -7,19 +7,20 @@
 //! task finishes, the next uninitialised vertex is initialised if every producer partition it
 //! reads has reported its bytes: the decider ([`decide_parallelism_and_input_infos`]) picks its
 //! parallelism from the per-subpartition sums ([`ResultBytes`], kept as producers finish, never
-//! a producer x subpartition matrix), the graph, the regions, the scheduling topology, the slot
-//! pool and every per-vertex, per-partition, per-group and per-region array grow at their end
-//! (append-only: no index changes, nothing is rebuilt), and the new regions are scheduling
-//! candidates at once. Several vertices may be initialised in one call (a fixed vertex or a
-//! source right behind). A graph built whole never gets here: its scheduler has no adaptive
-//! state, and the only cost on its path is one `Option` check per finished task.
+//! a producer x subpartition matrix of an ALL_TO_ALL result; a POINTWISE result keeps each
+//! producer's few subpartitions, O(producers + width)), the graph, the regions, the scheduling
+//! topology, the slot pool and every per-vertex, per-partition, per-group and per-region array
+//! grow at their end (append-only: no index changes, nothing is rebuilt), and the new regions
+//! are scheduling candidates at once. Several vertices may be initialised in one call (a fixed
+//! vertex or a source right behind). A graph built whole never gets here: its scheduler has no
+//! adaptive state, and the only cost on its path is one `Option` check per finished task.
 
 use std::sync::Arc;
 
 use conflux_adaptive::{
     decide_parallelism_and_input_infos, split_skewed_subpartitions, BatchExecutionOptions,
-    ConsumedInput, DecideError, ExecutionVertexInputInfo, ResultBytes, SkewedSubpartition,
-    SplitSubpartition, VertexToDecide,
+    DecideError, ExecutionVertexInputInfo, ResultBytes, SkewedSubpartition, SplitSubpartition,
+    VertexToDecide,
 };
 use conflux_deploy::{ExecutionAttemptId, ExecutionState};
 use conflux_graph::dynamic::first_dynamic_vertex;
@@ -57,8 +58,12 @@ pub struct VertexDecision {
     pub parallelism: u32,
     /// Whether the job graph left the parallelism to the run (`-1`).
     pub undecided: bool,
-    /// Per subtask, the bytes it reads over all inputs (subpartition ranges of ALL_TO_ALL inputs
-    /// exactly; POINTWISE inputs as their share of the partitions read). Empty for a source.
+    /// Per subtask, the bytes it reads over all inputs, as Flink's adaptive batch scheduler
+    /// gives each execution vertex its input bytes ([`ResultBytes::bytes_read`]). Exact for
+    /// ALL_TO_ALL, broadcast and POINTWISE inputs (a POINTWISE result keeps each producer's
+    /// bytes); a piece of a split subpartition, read from some producers only, is apportioned
+    /// by those producers' share of all bytes (exact when producers write alike, an estimate
+    /// within bounds otherwise). Empty for a source.
     pub bytes_per_task: Vec<u64>,
     /// Per input (in input order), per subtask, what it reads (Flink's
     /// `ExecutionVertexInputInfo`). Empty for a source.
@@ -83,6 +88,8 @@ pub(crate) struct AdaptiveState {
     /// Per data set read by a run-time decision: bytes per subpartition so far.
     results: Vec<Option<ResultBytes>>,
     decisions: Vec<VertexDecision>,
+    /// Per job vertex, its index in `decisions` once decided.
+    decision_of: Vec<Option<usize>>,
     /// The bytes of the finish being handled: (attempt, per produced data set).
     pending_bytes: Option<(ExecutionAttemptId, Vec<Vec<u64>>)>,
 }
@@ -150,6 +157,10 @@ impl Scheduler {
             })
             .collect();
         let data_sets = job.data_sets().len();
+        let mut decision_of = vec![None; job.vertices().len()];
+        for (i, d) in decisions.iter().enumerate() {
+            decision_of[d.job_vertex.idx()] = Some(i);
+        }
         let graph = ExecutionGraph::build_partial(job, &parallelisms)?;
         let regions = PipelinedRegions::compute(&graph)?;
         let mut scheduler = Scheduler::new(Arc::new(graph), Arc::new(regions), config);
@@ -159,6 +170,7 @@ impl Scheduler {
             subpartitions: vec![0; data_sets],
             results: vec![None; data_sets],
             decisions,
+            decision_of,
             pending_bytes: None,
         };
         for j in 0..prefix {
@@ -196,6 +208,18 @@ impl Scheduler {
     /// scheduler from [`new`](Self::new)).
     pub fn decisions(&self) -> &[VertexDecision] {
         self.adaptive.as_ref().map_or(&[], |a| &a.decisions)
+    }
+
+    /// Per subtask of job vertex `j`, the bytes it reads over all its inputs, when `j` was
+    /// decided at run time and has inputs ([`VertexDecision::bytes_per_task`]); `None` for a
+    /// source, a vertex built whole, or a scheduler from [`new`](Self::new): its tasks' input
+    /// bytes are unknown. What the slow task detector weighs execution times by, as Flink's
+    /// `ExecutionVertex.getInputBytes`. O(1).
+    pub fn input_bytes_per_task(&self, j: JobVertexIndex) -> Option<&[u64]> {
+        let state = self.adaptive.as_ref()?;
+        let i = (*state.decision_of.get(j.idx())?)?;
+        let bytes = &state.decisions.get(i)?.bytes_per_task;
+        (!bytes.is_empty()).then_some(bytes.as_slice())
     }
 
     /// Checks a byte report before anything changes: one entry per produced data set, each
@@ -322,6 +346,7 @@ impl Scheduler {
                 .map_err(|e| format!("bug: growing the execution graph: {e}"))?;
             new_regions.extend(regions);
             state.track_results_of(&self.graph, j);
+            state.decision_of[j.idx()] = Some(state.decisions.len());
             state.decisions.push(decision);
         }
         Ok(new_regions)
@@ -467,7 +492,13 @@ impl AdaptiveState {
             }
             .max(1);
             self.subpartitions[d.idx()] = subpartitions;
-            self.results[d.idx()] = Some(ResultBytes::new(producers, subpartitions));
+            // A POINTWISE result keeps each producer's row (O(producers + width), see
+            // `ResultBytes::pointwise`), so that what each consumer subtask reads is exact.
+            self.results[d.idx()] = Some(ResultBytes::for_pattern(
+                edge.distribution_pattern,
+                producers,
+                subpartitions,
+            ));
         }
     }
 
@@ -480,6 +511,7 @@ impl AdaptiveState {
     ) -> Option<Result<VertexDecision, DecideError>> {
         let job = graph.job_graph();
         let mut inputs = Vec::with_capacity(job.inputs(j).len());
+        let mut results = Vec::with_capacity(job.inputs(j).len());
         for &e in job.inputs(j) {
             let edge = job.edge(e);
             let result = self.results[edge.data_set.idx()].as_ref()?;
@@ -487,6 +519,7 @@ impl AdaptiveState {
                 return None;
             }
             inputs.push(result.input(edge.distribution_pattern, is_broadcast(job, e)));
+            results.push(result);
         }
         let v = job.vertex(j);
         let max = vertex_max(job, j, &self.options);
@@ -513,7 +546,7 @@ impl AdaptiveState {
                     job_vertex: j,
                     parallelism: d.parallelism,
                     undecided: v.undecided,
-                    bytes_per_task: bytes_per_task(&inputs, &d.input_infos, d.parallelism),
+                    bytes_per_task: bytes_per_task(&results, &d.input_infos, d.parallelism),
                     input_infos: d.input_infos,
                     skewed_subpartitions: d.skewed_subpartitions,
                     split_subpartitions,
@@ -523,32 +556,19 @@ impl AdaptiveState {
     }
 }
 
-/// Per subtask, the bytes it reads: the sums over its subpartition range of each input, times
-/// the share of the producer partitions it reads (all of them but for POINTWISE inputs and
-/// split subpartitions; sums over producers do not say which producer wrote what, so the share
-/// is by count). O(inputs x (subpartitions + parallelism)).
+/// Per subtask, the bytes it reads over all inputs ([`ResultBytes::bytes_read`]: exact but for
+/// the pieces of split subpartitions, apportioned by the producers' totals). O(inputs x
+/// (subpartitions + partitions + parallelism)), plus the rows a POINTWISE subtask reads.
 fn bytes_per_task(
-    inputs: &[ConsumedInput<'_>],
+    results: &[&ResultBytes],
     infos: &[Vec<ExecutionVertexInputInfo>],
     parallelism: u32,
 ) -> Vec<u64> {
     let mut out = vec![0u64; parallelism as usize];
-    for (input, infos) in inputs.iter().zip(infos) {
-        let mut prefix = Vec::with_capacity(input.bytes_per_subpartition.len() + 1);
-        prefix.push(0u128);
-        for &b in input.bytes_per_subpartition {
-            prefix.push(prefix.last().copied().unwrap_or(0) + u128::from(b));
-        }
-        for info in infos {
-            let range = info.subpartition_range;
-            let (start, end) = (range.start as usize, range.end as usize + 1);
-            let mut bytes = prefix.get(end).copied().unwrap_or(0) - prefix[start.min(end)];
-            if info.partition_range.len() < input.num_partitions {
-                bytes = bytes * u128::from(info.partition_range.len())
-                    / u128::from(input.num_partitions.max(1));
-            }
+    for (result, infos) in results.iter().zip(infos) {
+        for (info, read) in infos.iter().zip(result.bytes_read(infos)) {
             if let Some(slot) = out.get_mut(info.subtask_index as usize) {
-                *slot = slot.saturating_add(u64::try_from(bytes).unwrap_or(u64::MAX));
+                *slot = slot.saturating_add(read.bytes);
             }
         }
     }

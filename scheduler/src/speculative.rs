@@ -22,7 +22,9 @@
 //!   a slot a waiting region asked for first.
 //! - The original attempt keeps its shared slot (slot sharing as configured); speculative
 //!   attempts share with nobody (Flink drops slot sharing altogether when speculating).
-//! - Execution times are not weighted by input bytes (see `speculative/detector.rs`).
+//! - Execution times are weighed by input bytes only for tasks of vertices decided at run time
+//!   (adaptive batch), which know them; other tasks compare times alone, Flink's case of
+//!   unknown bytes (see `speculative/detector.rs`).
 //!
 //! Off (the default), none of this state exists and no code path changes: the trace digests are
 //! those of a scheduler without the feature.
@@ -193,8 +195,9 @@ impl Scheduler {
 
     /// The slow task check (Flink's `notifySlowTasks(findSlowTasks(...))`): blocks the slow
     /// nodes, then deploys speculative attempts of the slow vertices that may have more, in
-    /// vertex order, while free slots last. O(N + finished tasks) per check: every vertex's
-    /// state is looked at, as Flink's detector does.
+    /// vertex order, while free slots last. Attempts are weighed by their task's input bytes
+    /// where known ([`input_bytes_per_task`](Self::input_bytes_per_task)). O(N + finished
+    /// tasks) per check: every vertex's state is looked at, as Flink's detector does.
     pub(crate) fn check_slow_tasks(&mut self, now_ms: u64) {
         if self.status != JobStatus::Running {
             return;
@@ -207,22 +210,30 @@ impl Scheduler {
         let job = graph.job_graph();
         // (vertex, TaskManagers of its slow attempts)
         let mut slow: Vec<(ExecutionVertexIndex, Vec<TaskManagerId>)> = Vec::new();
-        let mut finished_ms = Vec::new();
+        let mut finished = Vec::new();
         for j in job.vertex_indices() {
             let range = graph.execution_vertices_of(j);
-            finished_ms.clear();
+            let parallelism = (range.end - range.start) as usize;
+            // Per subtask, its input bytes when its vertex was decided at run time (all of
+            // them or none: Flink never compares known bytes with unknown ones).
+            let input_bytes = self
+                .input_bytes_per_task(j)
+                .filter(|b| b.len() == parallelism);
+            let with_bytes = |i: u32, ms: u64| detector::TimeWithBytes {
+                ms,
+                bytes: input_bytes.and_then(|b| b.get((i - range.start) as usize).copied()),
+            };
+            finished.clear();
             for i in range.clone() {
                 let v = ExecutionVertexIndex(i);
                 if self.state[v] == ExecutionState::Finished {
-                    finished_ms.push(s.execution_ms(v));
+                    finished.push(with_bytes(i, s.execution_ms(v)));
                 }
             }
-            let parallelism = (range.end - range.start) as usize;
-            let Some(baseline) = detector::baseline_ms(parallelism, &mut finished_ms, &options)
-            else {
+            let Some(baseline) = detector::baseline(parallelism, &mut finished, &options) else {
                 continue;
             };
-            for i in range {
+            for i in range.clone() {
                 let v = ExecutionVertexIndex(i);
                 let state = self.state[v];
                 if state.is_terminal() || state == ExecutionState::Created {
@@ -231,11 +242,14 @@ impl Scheduler {
                 let mut tms = Vec::new();
                 let mut any = false;
                 let since = |at: u64| {
-                    if at == NOT_DEPLOYED {
-                        0
-                    } else {
-                        now_ms.saturating_sub(at)
-                    }
+                    with_bytes(
+                        i,
+                        if at == NOT_DEPLOYED {
+                            0
+                        } else {
+                            now_ms.saturating_sub(at)
+                        },
+                    )
                 };
                 if detector::is_slow(since(s.deployed_at(v)), baseline, &options) {
                     any = true;

@@ -7,5 +7,6 @@ mod adaptive;
 mod budget;
 mod events;
 mod failover_reference;
+mod input_bytes;
 mod slots;
 mod speculative;

@@ -96,7 +96,26 @@ pub(crate) enum Partition {
 pub(crate) struct ResultPartitionManager {
     data_dir: PathBuf,
     quota: Arc<DiskQuota>,
-    partitions: Mutex<HashMap<(JobId, ResultPartitionId), (Partition, u64)>>,
+    partitions: Mutex<Held>,
+}
+
+type PartitionMap = HashMap<(JobId, ResultPartitionId), (Partition, u64)>;
+
+/// What the manager holds, under one lock.
+#[derive(Debug, Default)]
+struct Held {
+    partitions: PartitionMap,
+    /// The last [`ENDED_JOBS_KEPT`] jobs that ended, oldest first: a producer still running when
+    /// its job ended (its cancel not yet seen) must not create or register a partition after the
+    /// job's files were deleted.
+    ended: std::collections::VecDeque<JobId>,
+}
+
+/// Ended jobs remembered (16 bytes each): far more than jobs whose tasks can still be running.
+const ENDED_JOBS_KEPT: usize = 1_024;
+
+fn job_ended(job: JobId) -> std::io::Error {
+    std::io::Error::other(format!("job {job} has ended: its partitions are deleted"))
 }
 
 impl ResultPartitionManager {
@@ -105,13 +124,11 @@ impl ResultPartitionManager {
         ResultPartitionManager {
             data_dir: data_dir.join("partitions"),
             quota,
-            partitions: Mutex::new(HashMap::new()),
+            partitions: Mutex::new(Held::default()),
         }
     }
 
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<(JobId, ResultPartitionId), (Partition, u64)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Held> {
         self.partitions
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -129,30 +146,48 @@ impl ResultPartitionManager {
     /// Where a BLOCKING partition's file goes (its job's directory is created).
     ///
     /// # Errors
-    /// When the job's directory cannot be created.
+    /// When the job has ended, or its directory cannot be created.
     pub(crate) fn blocking_path(
         &self,
         job: JobId,
         id: ResultPartitionId,
     ) -> std::io::Result<PathBuf> {
         let dir = self.job_dir(job);
-        std::fs::create_dir_all(&dir)?;
+        {
+            // Under the lock: the job's end cannot fall between the check and the directory.
+            let held = self.lock();
+            if held.ended.contains(&job) {
+                return Err(job_ended(job));
+            }
+            std::fs::create_dir_all(&dir)?;
+        }
         Ok(dir.join(format!(
             "result_{}_partition_{}_attempt_{}_{}.part",
             id.result, id.partition, id.producer.vertex, id.producer.attempt
         )))
     }
 
-    /// Registers a finished BLOCKING partition's file of `bytes` bytes.
+    /// Registers a finished BLOCKING partition's file of `bytes` bytes; the file of a job that
+    /// has ended meanwhile is deleted instead.
+    ///
+    /// # Errors
+    /// When the job has ended.
     pub(crate) fn register_blocking(
         &self,
         job: JobId,
         id: ResultPartitionId,
         path: PathBuf,
         bytes: u64,
-    ) {
-        self.lock()
+    ) -> std::io::Result<()> {
+        let mut held = self.lock();
+        if held.ended.contains(&job) {
+            drop(held);
+            self.delete(vec![(Partition::Blocking(path), bytes)]);
+            return Err(job_ended(job));
+        }
+        held.partitions
             .insert((job, id), (Partition::Blocking(path), bytes));
+        Ok(())
     }
 
     /// Registers a PIPELINED partition as its producer starts.
@@ -162,12 +197,17 @@ impl ResultPartitionManager {
         id: ResultPartitionId,
         p: Arc<PipelinedPartition>,
     ) {
-        self.lock().insert((job, id), (Partition::Pipelined(p), 0));
+        self.lock()
+            .partitions
+            .insert((job, id), (Partition::Pipelined(p), 0));
     }
 
     /// The partition a consumer asks for.
     pub(crate) fn get(&self, job: JobId, id: ResultPartitionId) -> Option<Partition> {
-        self.lock().get(&(job, id)).map(|(p, _)| p.clone())
+        self.lock()
+            .partitions
+            .get(&(job, id))
+            .map(|(p, _)| p.clone())
     }
 
     fn delete(&self, removed: Vec<(Partition, u64)>) {
@@ -190,7 +230,7 @@ impl ResultPartitionManager {
         let wanted: std::collections::HashSet<(u32, u32)> =
             partitions.iter().map(|p| (p.result, p.partition)).collect();
         let removed: Vec<(Partition, u64)> = {
-            let mut map = self.lock();
+            let map = &mut self.lock().partitions;
             let keys: Vec<_> = map
                 .keys()
                 .filter(|(j, id)| *j == job && wanted.contains(&(id.result, id.partition)))
@@ -203,10 +243,18 @@ impl ResultPartitionManager {
         n
     }
 
-    /// Drops everything of an ended job and deletes its directory.
+    /// Drops everything of an ended job and deletes its directory; the job's producers still
+    /// running can create and register no partition from now on.
     pub(crate) fn release_job(&self, job: JobId) {
         let removed: Vec<(Partition, u64)> = {
-            let mut map = self.lock();
+            let mut held = self.lock();
+            if !held.ended.contains(&job) {
+                if held.ended.len() == ENDED_JOBS_KEPT {
+                    held.ended.pop_front();
+                }
+                held.ended.push_back(job);
+            }
+            let map = &mut held.partitions;
             let keys: Vec<_> = map.keys().filter(|(j, _)| *j == job).copied().collect();
             keys.iter().filter_map(|k| map.remove(k)).collect()
         };
@@ -232,8 +280,10 @@ impl ResultPartitionManager {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with("job_") && !keep.contains(&name) {
                 let held: bool = {
-                    let map = self.lock();
-                    map.keys().any(|(j, _)| format!("job_{j}") == name)
+                    let held = self.lock();
+                    held.partitions
+                        .keys()
+                        .any(|(j, _)| format!("job_{j}") == name)
                 };
                 if held {
                     continue;
@@ -247,5 +297,54 @@ impl ResultPartitionManager {
             }
         }
         deleted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use conflux_deploy::ExecutionAttemptId;
+
+    use super::*;
+
+    const JOB: JobId = JobId([4; 16]);
+
+    fn partition(p: u32) -> ResultPartitionId {
+        ResultPartitionId {
+            result: 0,
+            partition: p,
+            producer: ExecutionAttemptId {
+                vertex: p,
+                attempt: 0,
+            },
+        }
+    }
+
+    /// A producer still running when its job ends (its cancel not seen yet) gets no new path,
+    /// and the file it finishes afterwards is deleted instead of registered: nothing of the job
+    /// is left on disk.
+    #[test]
+    fn a_producer_finishing_after_its_job_ended_leaves_no_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let quota = Arc::new(DiskQuota::new(None));
+        let manager = ResultPartitionManager::new(dir.path(), Arc::clone(&quota));
+        let path = manager.blocking_path(JOB, partition(0)).expect("path");
+        std::fs::write(&path, b"written before the job's end").expect("file");
+        quota.reserve(28).expect("within quota");
+
+        manager.release_job(JOB);
+        let err = manager
+            .blocking_path(JOB, partition(1))
+            .expect_err("the job ended");
+        assert!(err.to_string().contains("has ended"), "{err}");
+        assert!(!manager.job_dir(JOB).exists());
+
+        // The producer's file, renamed into place after the end (its directory made again by
+        // a writer that got its path earlier).
+        std::fs::create_dir_all(manager.job_dir(JOB)).expect("dir");
+        std::fs::write(&path, b"written before the job's end").expect("file");
+        assert!(manager.register_blocking(JOB, partition(0), path.clone(), 28).is_err());
+        assert!(!path.exists());
+        assert!(manager.get(JOB, partition(0)).is_none());
+        assert_eq!(quota.used(), 0);
     }
 }

@@ -346,7 +346,9 @@ mod tests {
         }
         writer.append(0, b"other").unwrap();
         let size = writer.finish().unwrap();
-        manager.register_blocking(JOB, partition(0), path.clone(), size);
+        manager
+            .register_blocking(JOB, partition(0), path.clone(), size)
+            .expect("registered");
         (manager, path)
     }
 

@@ -288,7 +288,9 @@ fn run_source(
         })?;
         writer.flush(&mut append)?;
         let size = file.finish().map_err(TaskFailure::new)?;
-        partitions.register_blocking(job, id, path, size);
+        partitions
+            .register_blocking(job, id, path, size)
+            .map_err(TaskFailure::new)?;
     } else {
         let (partition, senders) = PipelinedPartition::new(subpartitions, task.credit as usize);
         partitions.register_pipelined(job, id, Arc::clone(&partition));

@@ -342,7 +342,9 @@ mod tests {
         // a writer that got its path earlier).
         std::fs::create_dir_all(manager.job_dir(JOB)).expect("dir");
         std::fs::write(&path, b"written before the job's end").expect("file");
-        assert!(manager.register_blocking(JOB, partition(0), path.clone(), 28).is_err());
+        assert!(manager
+            .register_blocking(JOB, partition(0), path.clone(), 28)
+            .is_err());
         assert!(!path.exists());
         assert!(manager.get(JOB, partition(0)).is_none());
         assert_eq!(quota.used(), 0);

@@ -301,14 +301,15 @@ impl ResultPartitionManager {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use conflux_deploy::ExecutionAttemptId;
 
     use super::*;
 
     const JOB: JobId = JobId([4; 16]);
 
-    fn partition(p: u32) -> ResultPartitionId {
+    /// Partition `p` of result 0, produced by attempt 0 of vertex `p`.
+    pub(crate) fn partition(p: u32) -> ResultPartitionId {
         ResultPartitionId {
             result: 0,
             partition: p,

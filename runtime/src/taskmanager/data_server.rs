@@ -312,25 +312,13 @@ impl ChannelStream {
 mod tests {
     use std::path::PathBuf;
 
-    use conflux_deploy::ExecutionAttemptId;
-
     use super::*;
     use crate::shuffle::input::{spawn_readers, InputChannel, InputEvent, InputSettings};
     use crate::shuffle::partition_file::PartitionFileWriter;
+    use crate::shuffle::partitions::tests::partition;
     use crate::shuffle::quota::DiskQuota;
 
     const JOB: JobId = JobId([3; 16]);
-
-    fn partition(p: u32) -> ResultPartitionId {
-        ResultPartitionId {
-            result: 0,
-            partition: p,
-            producer: ExecutionAttemptId {
-                vertex: p,
-                attempt: 0,
-            },
-        }
-    }
 
     /// A manager holding partition 0: 2 subpartitions, three buffers in subpartition 1.
     fn manager(dir: &std::path::Path) -> (Arc<ResultPartitionManager>, PathBuf) {

@@ -14,7 +14,9 @@ use conflux_operators::{verify_output, RoutedVocabulary, Vocabulary, WordSource,
 use conflux_runtime::protocol::{BatchOptions, JobOptions, JobSubmission};
 use conflux_runtime::{word_count_job_as_run, JobReport};
 
-use crate::support::{jm_config, run_job, start_jm, tm_config, wait_for_task_managers, Tm};
+use crate::support::{
+    jm_config, run_job, start_jm, tm_config, wait_for_task_managers, Tm, WordCount,
+};
 
 const SOURCES: u32 = 4;
 const WORDS_PER_SOURCE: u64 = 30_000;
@@ -26,14 +28,7 @@ const AVG_BYTES_PER_TASK: u64 = 20_000;
 
 /// A word count of 4 sources and an undecided count vertex, all-to-all, blocking.
 fn undecided_word_count() -> Bytes {
-    Bytes::from(format!(
-        r#"{{"name":"adaptive word count","job_type":"batch","vertices":[
-            {{"id":"source","parallelism":{SOURCES},"invokable":"wordcount-source",
-              "config":{{"words-per-source":"{WORDS_PER_SOURCE}","vocabulary":"{VOCABULARY}","seed":"{SEED}"}}}},
-            {{"id":"count","parallelism":-1,"invokable":"wordcount-count"}}],
-          "edges":[{{"source":"source","target":"count","distribution_pattern":"all_to_all",
-              "result_partition_type":"blocking","ship_strategy":"HASH[word]"}}]}}"#
-    ))
+    WordCount::blocking(SOURCES, None, WORDS_PER_SOURCE, VOCABULARY, SEED).job()
 }
 
 async fn run_on_two_task_managers(dir: &Path, job: Bytes, options: JobOptions) -> JobReport {

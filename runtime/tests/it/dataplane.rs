@@ -6,45 +6,26 @@ use std::path::Path;
 use std::time::Duration;
 
 use bytes::Bytes;
-use conflux_operators::{verify_output, WordCountConfig, WordCountJob};
+use conflux_operators::verify_output;
 use conflux_runtime::protocol::{JobOptions, JobSubmission};
 use conflux_runtime::JobReport;
 
 use crate::support::{
-    jm_config, run_job, start_jm, tm_config, wait_for_task_managers, wait_until, Tm,
+    jm_config, run_job, start_jm, tm_config, wait_for_task_managers, wait_until, Tm, WordCount,
 };
 
-const SOURCES: u32 = 4;
-const COUNTERS: u32 = 3;
-const WORDS_PER_SOURCE: u64 = 20_000;
-const VOCABULARY: u32 = 2_000;
-const SEED: u64 = 11;
-
-/// A word count of 4 sources and 3 counters joined all-to-all by `partition_type`.
-fn word_count_job(job_type: &str, partition_type: &str) -> Bytes {
-    Bytes::from(format!(
-        r#"{{"name":"word count","job_type":"{job_type}","vertices":[
-            {{"id":"source","parallelism":{SOURCES},"invokable":"wordcount-source",
-              "config":{{"words-per-source":"{WORDS_PER_SOURCE}","vocabulary":"{VOCABULARY}","seed":"{SEED}"}}}},
-            {{"id":"count","parallelism":{COUNTERS},"invokable":"wordcount-count"}}],
-          "edges":[{{"source":"source","target":"count","distribution_pattern":"all_to_all",
-              "result_partition_type":"{partition_type}","ship_strategy":"HASH[word]"}}]}}"#
-    ))
+/// 4 sources and 3 counters.
+fn word_count(job_type: &'static str, partition_type: &'static str) -> WordCount {
+    WordCount {
+        job_type,
+        partition_type,
+        ..WordCount::blocking(4, Some(3), 20_000, 2_000, 11)
+    }
 }
 
-fn expected_job() -> WordCountJob {
-    WordCountJob {
-        config: WordCountConfig {
-            seed: SEED,
-            vocabulary: VOCABULARY,
-            words_per_source: WORDS_PER_SOURCE,
-        },
-        sources: SOURCES,
-        counters: COUNTERS,
-        // Flink's default for a vertex of parallelism 3: 128 key groups.
-        max_parallelism: 128,
-        key_group_ranges: None,
-    }
+/// Its job graph.
+fn word_count_job(job_type: &'static str, partition_type: &'static str) -> Bytes {
+    word_count(job_type, partition_type).job()
 }
 
 fn submission(job: Bytes, output: &Path, credit: u32, sink_delay_us: u64) -> JobSubmission {
@@ -119,7 +100,7 @@ async fn blocking_word_count_counts_every_word() {
         run_on_two_task_managers(dir.path(), word_count_job("batch", "blocking"), 4, 0, None).await;
     assert_eq!(report.status, "FINISHED", "{report:?}");
     let data = report.data.expect("a data report");
-    assert_eq!(data.words, u64::from(SOURCES) * WORDS_PER_SOURCE);
+    assert_eq!(data.words, word_count("batch", "blocking").words());
     // One record per word, each at least a length byte and one byte of text.
     assert!(data.shuffle_bytes >= 2 * data.words, "{data:?}");
     assert_eq!(
@@ -127,7 +108,11 @@ async fn blocking_word_count_counts_every_word() {
         "blocking partitions buffer nothing"
     );
     assert_eq!(data.reruns.values().sum::<u64>(), 0, "{data:?}");
-    let verification = verify_output(&expected_job(), &dir.path().join("out")).expect("verifies");
+    let verification = verify_output(
+        &word_count("batch", "blocking").expected(),
+        &dir.path().join("out"),
+    )
+    .expect("verifies");
     assert!(verification.verified(), "{verification:?}");
     assert_eq!(verification.words_found, data.words);
 }
@@ -145,14 +130,18 @@ async fn pipelined_word_count_with_a_slow_sink_stays_within_its_credit() {
     .await;
     assert_eq!(report.status, "FINISHED", "{report:?}");
     let data = report.data.expect("a data report");
-    assert_eq!(data.words, u64::from(SOURCES) * WORDS_PER_SOURCE);
+    assert_eq!(data.words, word_count("batch", "blocking").words());
     // 3 subpartitions x 2 buffers x 32 KiB.
     assert_eq!(data.buffered_bytes_bound, 3 * 2 * 32 * 1024);
     assert!(
         data.peak_buffered_bytes > 0 && data.peak_buffered_bytes <= data.buffered_bytes_bound,
         "{data:?}"
     );
-    let verification = verify_output(&expected_job(), &dir.path().join("out")).expect("verifies");
+    let verification = verify_output(
+        &word_count("batch", "blocking").expected(),
+        &dir.path().join("out"),
+    )
+    .expect("verifies");
     assert!(verification.verified(), "{verification:?}");
 }
 

@@ -6,15 +6,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bytes::Bytes;
 use conflux_graph::ResultPartitionType;
-use conflux_operators::{verify_output, WordCountConfig, WordCountJob};
+use conflux_operators::verify_output;
 use conflux_runtime::protocol::{JobOptions, JobSubmission};
 use conflux_runtime::JobReport;
 use conflux_scheduler::SpeculativeExecutionOptions;
 
 use crate::support::{
     jm_config, run_job, start_jm, submission, tm_config, wait_for_task_managers, word_count, Tm,
+    WordCount,
 };
 
 const TASK_MANAGERS: usize = 3;
@@ -101,29 +101,23 @@ async fn without_speculation_nothing_is_speculative() {
     assert_eq!(report.tasks_deployed, report.tasks);
 }
 
-const SOURCES: u32 = 6;
-const COUNTERS: u32 = 6;
-const WORDS_PER_SOURCE: u64 = 200_000;
-const VOCABULARY: u32 = 2_000;
-const SEED: u64 = 3;
-
-fn word_count_job() -> Bytes {
-    Bytes::from(format!(
-        r#"{{"name":"word count","job_type":"batch","vertices":[
-            {{"id":"source","parallelism":{SOURCES},"invokable":"wordcount-source",
-              "config":{{"words-per-source":"{WORDS_PER_SOURCE}","vocabulary":"{VOCABULARY}","seed":"{SEED}"}}}},
-            {{"id":"count","parallelism":{COUNTERS},"invokable":"wordcount-count"}}],
-          "edges":[{{"source":"source","target":"count","distribution_pattern":"all_to_all",
-              "result_partition_type":"blocking","ship_strategy":"HASH[word]"}}]}}"#
-    ))
-}
+/// 6 sources and 6 counters, each source 200,000 words.
+const WORD_COUNT: WordCount = WordCount {
+    sources: 6,
+    counters: Some(6),
+    words_per_source: 200_000,
+    vocabulary: 2_000,
+    seed: 3,
+    job_type: "batch",
+    partition_type: "blocking",
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_word_count_with_a_slow_task_manager_counts_every_word_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let output = dir.path().join("out");
     let submission = JobSubmission {
-        job: word_count_job(),
+        job: WORD_COUNT.job(),
         source: "wordcount.json".into(),
         options: JobOptions {
             output_dir: Some(output.clone()),
@@ -138,27 +132,12 @@ async fn a_word_count_with_a_slow_task_manager_counts_every_word_once() {
     assert!(s.started > 0 && s.won > 0, "{s:?}");
     let data = report.data.clone().expect("a data report");
     // The words of the count attempts that finished, one per subtask: each word once.
-    assert_eq!(
-        data.words,
-        u64::from(SOURCES) * WORDS_PER_SOURCE,
-        "{data:?}"
-    );
+    assert_eq!(data.words, WORD_COUNT.words(), "{data:?}");
     // Counts read each winner's partition where it ran (a descriptor naming the loser's
     // TaskManager would fail the read and restart); a speculative attempt is no re-run.
     assert_eq!(report.restarts, 0, "{report:?}");
     assert_eq!(data.reruns.values().sum::<u64>(), 0, "{data:?}");
-    let expected = WordCountJob {
-        config: WordCountConfig {
-            seed: SEED,
-            vocabulary: VOCABULARY,
-            words_per_source: WORDS_PER_SOURCE,
-        },
-        sources: SOURCES,
-        counters: COUNTERS,
-        // Flink's default for a vertex of parallelism 6: 128 key groups.
-        max_parallelism: 128,
-        key_group_ranges: None,
-    };
+    let expected = WORD_COUNT.expected();
     let verification = verify_output(&expected, &output).expect("verifies");
     assert!(verification.verified(), "{verification:?}");
     assert_eq!(verification.words_found, data.words);
@@ -170,11 +149,11 @@ async fn a_word_count_with_a_slow_task_manager_counts_every_word_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecided_word_count_is_decided_from_the_winners_bytes() {
     let undecided = || {
-        let job = String::from_utf8(word_count_job().to_vec()).expect("UTF-8");
-        Bytes::from(job.replace(
-            &format!(r#""parallelism":{COUNTERS},"invokable":"wordcount-count""#),
-            r#""parallelism":-1,"invokable":"wordcount-count""#,
-        ))
+        WordCount {
+            counters: None,
+            ..WORD_COUNT
+        }
+        .job()
     };
     let run = |options: SpeculativeExecutionOptions, name: &'static str| {
         let job = undecided();
@@ -203,10 +182,7 @@ async fn an_undecided_word_count_is_decided_from_the_winners_bytes() {
                 .expect("a word count");
             let verification = verify_output(&job, &output).expect("verifies");
             assert!(verification.verified(), "{name}: {verification:?}");
-            assert_eq!(
-                verification.words_found,
-                u64::from(SOURCES) * WORDS_PER_SOURCE
-            );
+            assert_eq!(verification.words_found, WORD_COUNT.words());
             report
         }
     };

@@ -234,3 +234,86 @@ pub(crate) async fn connect_and_send(address: SocketAddr, bytes: &[u8]) -> TcpSt
     let _ = stream.flush().await;
     stream
 }
+
+/// A word count job with data (`wordcount-source` -> `wordcount-count`, all-to-all, keyed by
+/// word), and the counts it must write.
+#[derive(Clone, Copy)]
+pub(crate) struct WordCount {
+    pub(crate) sources: u32,
+    /// The count vertex's parallelism; `None`: undecided (`-1`).
+    pub(crate) counters: Option<u32>,
+    pub(crate) words_per_source: u64,
+    pub(crate) vocabulary: u32,
+    pub(crate) seed: u64,
+    /// `batch` or `streaming`.
+    pub(crate) job_type: &'static str,
+    /// The edge's result partition type.
+    pub(crate) partition_type: &'static str,
+}
+
+impl WordCount {
+    /// A batch job over a blocking edge.
+    pub(crate) fn blocking(
+        sources: u32,
+        counters: Option<u32>,
+        words_per_source: u64,
+        vocabulary: u32,
+        seed: u64,
+    ) -> WordCount {
+        WordCount {
+            sources,
+            counters,
+            words_per_source,
+            vocabulary,
+            seed,
+            job_type: "batch",
+            partition_type: "blocking",
+        }
+    }
+
+    /// Its job graph JSON.
+    pub(crate) fn job(&self) -> Bytes {
+        let WordCount {
+            sources,
+            words_per_source,
+            vocabulary,
+            seed,
+            job_type,
+            partition_type,
+            ..
+        } = *self;
+        let counters = self.counters.map_or(-1, i64::from);
+        Bytes::from(format!(
+            r#"{{"name":"word count","job_type":"{job_type}","vertices":[
+            {{"id":"source","parallelism":{sources},"invokable":"wordcount-source",
+              "config":{{"words-per-source":"{words_per_source}","vocabulary":"{vocabulary}","seed":"{seed}"}}}},
+            {{"id":"count","parallelism":{counters},"invokable":"wordcount-count"}}],
+          "edges":[{{"source":"source","target":"count","distribution_pattern":"all_to_all",
+              "result_partition_type":"{partition_type}","ship_strategy":"HASH[word]"}}]}}"#
+        ))
+    }
+
+    /// Every word the sources emit.
+    pub(crate) fn words(&self) -> u64 {
+        u64::from(self.sources) * self.words_per_source
+    }
+
+    /// What its sinks must hold, with Flink's key groups for a count vertex of a fixed
+    /// parallelism at most 128 (128 key groups).
+    ///
+    /// # Panics
+    /// For an undecided count vertex (its ranges come from the run's report).
+    pub(crate) fn expected(&self) -> conflux_operators::WordCountJob {
+        conflux_operators::WordCountJob {
+            config: conflux_operators::WordCountConfig {
+                seed: self.seed,
+                vocabulary: self.vocabulary,
+                words_per_source: self.words_per_source,
+            },
+            sources: self.sources,
+            counters: self.counters.expect("a fixed count parallelism"),
+            max_parallelism: 128,
+            key_group_ranges: None,
+        }
+    }
+}

@@ -7,6 +7,7 @@
 //! attempts (batch jobs with speculative execution on) are tracked in `job_loop/speculative.rs`.
 
 mod speculative;
+mod task_spec;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -14,7 +15,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use conflux_blob_api::{BlobWriter, JobId};
-use conflux_common::SplitMix64;
 use conflux_deploy::{
     encode_tdd, AllocationId, DeploymentConfig, ExecutionAttemptId, ExecutionState,
     TaskDeploymentDescriptorFactory, TaskManagerId, TaskManagerLocation,
@@ -27,7 +27,7 @@ use conflux_scheduler::{
     Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
     SpeculativeExecutionOptions,
 };
-use conflux_sim::{weights_seed, BytesModel, ProducedBytes};
+use conflux_sim::{BytesModel, ProducedBytes};
 use rayon::prelude::*;
 
 use crate::connection::encode;
@@ -35,14 +35,14 @@ use crate::cpu_time::thread_cpu_time;
 use crate::jobmanager::data_stats::DataStats;
 use crate::jobmanager::registry::{Outbox, Registry};
 use crate::protocol::{
-    JobOptions, PartitionRef, SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState,
-    ToTaskManager, WordCountRole, WordCountTask,
+    JobOptions, PartitionRef, TaskMetrics, TaskState, ToTaskManager, WordCountTask,
 };
 use crate::report::{
     AdaptiveJobReport, JobReport, SpeculativeAttemptsReport, TaskManagerReport, WallMs,
 };
 use crate::rss::peak_rss_bytes;
 use speculative::SpeculativeRuns;
+use task_spec::task_spec;
 
 /// What the loop hears from the rest of the JobManager.
 #[derive(Debug)]
@@ -867,80 +867,5 @@ impl JobRun<'_> {
                 record.job_tasks += n;
             }
         }
-    }
-}
-
-/// What an attempt runs: its vertex's word count task (with its subtask index), or a
-/// synthetic task. Where a run-time decision reads what the task writes, it reports its bytes
-/// per subpartition: a word count source measures them, a synthetic task is told them
-/// (`synthetic_bytes`).
-fn task_spec(
-    tasks: &[Option<WordCountTask>],
-    scheduler: &Scheduler,
-    synthetic_bytes: Option<&ProducedBytes>,
-    options: &JobOptions,
-    attempt: ExecutionAttemptId,
-) -> TaskSpec {
-    let graph = scheduler.graph();
-    let job = graph.job_graph();
-    let id = graph.execution_vertex_id(ExecutionVertexIndex(attempt.vertex));
-    let produced = job.produced_data_sets(id.job_vertex);
-    let decided_later = produced
-        .iter()
-        .find_map(|&d| scheduler.subpartitions_of(d).map(|n| (d, n)));
-    match tasks.get(id.job_vertex.idx()).and_then(Option::as_ref) {
-        Some(task) => {
-            let mut role = task.role;
-            if let (WordCountRole::Source { .. }, Some((d, n))) = (role, decided_later) {
-                // A consumer decided at run time reads ranges of as many subpartitions as it
-                // may have subtasks, one per key group (Flink's adaptive batch scheduler):
-                // routing uses that many key groups.
-                let undecided = job.data_set(d).consumers.iter().any(|&e| {
-                    let target = job.edge(e).target;
-                    job.vertex(target).undecided
-                });
-                if undecided {
-                    role = WordCountRole::Source {
-                        consumer_max_parallelism: n,
-                    };
-                }
-            }
-            TaskSpec::WordCount(WordCountTask {
-                role,
-                subtask: id.subtask,
-                report_produced_bytes: decided_later.is_some(),
-                ..task.clone()
-            })
-        }
-        None => {
-            let mut task = synthetic_task(options, attempt);
-            if let (Some(bytes), Some(_)) = (synthetic_bytes, decided_later) {
-                // It passes on what it read; the TaskManager spreads it.
-                let read = bytes.read(scheduler, id.job_vertex, id.subtask);
-                task.produced_bytes = produced
-                    .iter()
-                    .map(|&d| SyntheticOutput {
-                        subpartitions: scheduler.subpartitions_of(d).unwrap_or(0),
-                        bytes: read,
-                        skew: options.skew,
-                        seed: weights_seed(options.seed, d),
-                    })
-                    .collect();
-            }
-            TaskSpec::Synthetic(task)
-        }
-    }
-}
-
-/// The synthetic behaviour of an attempt: a duration drawn from the job's seed and the attempt,
-/// so that a run is reproducible whatever the order of messages.
-pub(crate) fn synthetic_task(options: &JobOptions, attempt: ExecutionAttemptId) -> SyntheticTask {
-    let salt = (u64::from(attempt.vertex) << 32) | u64::from(attempt.attempt);
-    let mut rng = SplitMix64::new(options.seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    let (lo, hi) = options.task_duration_ms;
-    SyntheticTask {
-        duration_ms: rng.between(lo, hi.max(lo)),
-        fail: false,
-        produced_bytes: Vec::new(),
     }
 }

@@ -74,8 +74,15 @@ async fn word_count_finishes_on_two_task_managers_with_a_full_report() {
     assert!(report.max_heartbeat_rtt_ms >= 0.0);
     assert!(report.max_handler_stall_ms > 0.0);
     assert!(report.max_handler_cpu_ms > 0.0);
-    // Clocks of different resolution: the CPU time may exceed the wall time by a tick.
-    assert!(report.max_handler_cpu_ms <= report.max_handler_stall_ms + 0.01);
+    // Two clocks (the thread's CPU clock and the monotonic one), which drift apart a little on
+    // a loaded virtual machine: the CPU time may exceed the wall time by a few per cent (it
+    // did by more than one 10 µs tick at load 5.5), never by much.
+    assert!(
+        report.max_handler_cpu_ms <= report.max_handler_stall_ms * 1.1 + 0.1,
+        "cpu {} ms, wall {} ms",
+        report.max_handler_cpu_ms,
+        report.max_handler_stall_ms
+    );
     assert!(report.jobmanager_peak_rss_bytes > 0);
     assert_eq!(report.killed_task_manager, None);
     assert_eq!(report.kill_skipped, None);

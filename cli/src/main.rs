@@ -552,7 +552,16 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
         bytes: args.batch.bytes()?,
         task_duration_ms: args.task_duration_ms,
         speculative: args.speculative.options()?,
-        slow_task_managers: args.speculative.slow_task_managers()?,
+        slow_task_managers: {
+            let slow = args.speculative.slow_task_managers()?;
+            if let Some(n) = args.task_managers.filter(|&n| slow.count > n) {
+                return Err(Failure::input(anyhow::anyhow!(
+                    "--slow-task-managers {} is more than --task-managers {n}",
+                    slow.count
+                )));
+            }
+            slow
+        },
     };
     let blobs = blobs::EmbeddedBlobs::start().map_err(Failure::Work)?;
     tracing::debug!(url = %blobs.url(), "started the embedded blob server");

@@ -413,10 +413,18 @@ fn finish(
         status => Err(Failure::Reported(anyhow!(
             "the job ended {}{}",
             status.as_str(),
-            report
-                .failure_reason
-                .map(|r| format!(": {r}"))
-                .unwrap_or_default()
+            report.failure_reason.map_or_else(
+                || {
+                    if status.is_terminal() {
+                        String::new()
+                    } else {
+                        ": the simulation stopped with the job unfinished (no event left to \
+                         handle, or its limit of 30 days of virtual time)"
+                            .to_owned()
+                    }
+                },
+                |r| format!(": {r}")
+            )
         ))),
     }
 }

@@ -57,7 +57,7 @@ pub(crate) struct SlowTaskManagersArgs {
     /// those started with the job; `cluster`: the first ones it starts).
     #[arg(long, default_value_t = 0)]
     pub(crate) slow_task_managers: u32,
-    /// How many times as long tasks take on a slow TaskManager (at least 1).
+    /// How many times as long tasks take on a slow TaskManager (1 to 1,000).
     #[arg(long, default_value_t = 10.0)]
     pub(crate) slowdown: f64,
 }
@@ -90,7 +90,9 @@ impl SpeculativeOptionsArgs {
             baseline_ratio: self.slow_task_baseline_ratio,
             baseline_multiplier: self.slow_task_baseline_multiplier,
         };
-        options.validate().map_err(Failure::input)?;
+        options
+            .validate()
+            .map_err(|e| Failure::Input(anyhow::anyhow!(with_flag(e.to_string()))))?;
         Ok(options)
     }
 }
@@ -99,7 +101,7 @@ impl SlowTaskManagersArgs {
     /// The simulated cluster's slow TaskManagers.
     ///
     /// # Errors
-    /// An input failure for a slowdown below 1 (or not a number).
+    /// An input failure for a slowdown out of range (or not a number).
     pub(crate) fn slow_task_managers(&self) -> Result<SlowTaskManagers, Failure> {
         check_slowdown(self.slowdown)?;
         Ok(SlowTaskManagers {
@@ -109,16 +111,53 @@ impl SlowTaskManagersArgs {
     }
 }
 
-/// `--slowdown F`: a factor of at least 1.
+/// The largest `--slowdown`: a task of 1-2 s takes at most about half an hour; larger factors
+/// overflowed the times they multiply (a slow TaskManager became a fast one).
+pub(crate) const MAX_SLOWDOWN: f64 = 1_000.0;
+
+/// `--slowdown F`: a factor from 1 to [`MAX_SLOWDOWN`].
 ///
 /// # Errors
-/// An input failure for a slowdown below 1 (or not a number).
+/// An input failure for a slowdown out of that range (or not a number).
 pub(crate) fn check_slowdown(slowdown: f64) -> Result<(), Failure> {
-    if slowdown >= 1.0 && slowdown.is_finite() {
+    if (1.0..=MAX_SLOWDOWN).contains(&slowdown) {
         Ok(())
     } else {
+        // Scientific notation for the huge ones, so that the message stays one short line.
+        let shown = if slowdown.abs() >= 1e6 {
+            format!("{slowdown:e}")
+        } else {
+            slowdown.to_string()
+        };
         Err(Failure::Input(anyhow::anyhow!(
-            "--slowdown {slowdown} is not a factor of at least 1"
+            "--slowdown {shown} is not a factor from 1 to {MAX_SLOWDOWN}"
         )))
+    }
+}
+
+/// The flag of each Flink option the speculative options' errors name.
+const FLAGS: [(&str, &str); 6] = [
+    (
+        "max-concurrent-executions",
+        "--speculative-max-concurrent-executions",
+    ),
+    (
+        "block-slow-node-duration",
+        "--speculative-block-slow-node-duration-ms",
+    ),
+    ("check-interval", "--slow-task-check-interval-ms"),
+    (
+        "baseline-lower-bound",
+        "--slow-task-baseline-lower-bound-ms",
+    ),
+    ("baseline-ratio", "--slow-task-baseline-ratio"),
+    ("baseline-multiplier", "--slow-task-baseline-multiplier"),
+];
+
+/// An options error that names the flag before the Flink option it states.
+fn with_flag(message: String) -> String {
+    match FLAGS.iter().find(|(key, _)| message.contains(key)) {
+        Some((_, flag)) => format!("{flag}: {message}"),
+        None => message,
     }
 }

@@ -78,7 +78,19 @@ fn run_refuses_speculative_options_out_of_range() {
         (
             "--slowdown",
             "0.5",
-            "--slowdown 0.5 is not a factor of at least 1",
+            "--slowdown 0.5 is not a factor from 1 to 1000",
+        ),
+        // A huge factor overflowed the task times it multiplies: slow became fast.
+        (
+            "--slowdown",
+            "1e308",
+            "--slowdown 1e308 is not a factor from 1 to 1000",
+        ),
+        // The flag is named before the Flink option.
+        (
+            "--speculative-max-concurrent-executions",
+            "0",
+            "--speculative-max-concurrent-executions: execution.batch.speculative.max-concurrent-executions must be at least 1",
         ),
     ] {
         let out = conflux(&[
@@ -92,4 +104,19 @@ fn run_refuses_speculative_options_out_of_range() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains(message), "{flag} {value}: {stderr}");
     }
+    // More slow TaskManagers than TaskManagers, as `cluster` refuses it.
+    let out = conflux(&[
+        "run",
+        "fixtures/jobs/small/two-data-sets.json",
+        "--task-managers",
+        "2",
+        "--slow-task-managers",
+        "5",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--slow-task-managers 5 is more than --task-managers 2"),
+        "{stderr}"
+    );
 }

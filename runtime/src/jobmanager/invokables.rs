@@ -40,7 +40,17 @@ pub(crate) fn resolve(
                         })?,
                     }
                 }
-                INVOKABLE_COUNT => WordCountRole::Count,
+                INVOKABLE_COUNT => {
+                    // A keyed count reads each key group whole: a key group split across
+                    // subtasks would be counted in pieces, with no merge after.
+                    if graph.vertex(j).skew_splittable {
+                        return Err(format!(
+                            "vertex {id}: a {INVOKABLE_COUNT} vertex cannot be skew_splittable \
+                             (a key's words would be counted by several subtasks)"
+                        ));
+                    }
+                    WordCountRole::Count
+                }
                 other => {
                     return Err(format!(
                         "vertex {id}: unknown invokable {other:?} (known: {INVOKABLE_SOURCE}, {INVOKABLE_COUNT})"

@@ -170,3 +170,31 @@ async fn a_given_default_parallelism_runs_undecided_vertices_at_it() {
     assert_eq!(report.adaptive, None);
     assert_eq!(report.tasks, u64::from(SOURCES + 3));
 }
+
+/// A keyed count reads each key group whole: marked `skew_splittable`, its key groups could be
+/// split across subtasks and a word counted in pieces, so the submission is refused naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skew_splittable_count_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(jm_config(dir.path())).await;
+    let job = String::from_utf8(undecided_word_count().to_vec())
+        .expect("UTF-8")
+        .replace(
+            r#""invokable":"wordcount-count""#,
+            r#""invokable":"wordcount-count","skew_splittable":true"#,
+        );
+    let err = jm
+        .submit(JobSubmission {
+            job: Bytes::from(job),
+            source: "split.json".into(),
+            options: JobOptions::default(),
+        })
+        .await
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        err.contains("vertex count: a wordcount-count vertex cannot be skew_splittable"),
+        "{err}"
+    );
+    jm.shutdown().await;
+}

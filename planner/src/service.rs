@@ -22,15 +22,14 @@
 //! - descriptors: at most `max_connections` connections, closed after `header_read_timeout`
 //!   without a complete request head or `idle_timeout` without traffic.
 //!
-//! The code: `config` (settings), `connections` (accept loop and timeouts), `trace` (request
-//! logging), `query` and `api_error` (what comes in and goes out), `state` (the shared state
+//! The code: `config` (settings), `trace` (request logging; the accept loop and its timeouts
+//! are `conflux-http`'s), `query` and `api_error` (what comes in and goes out), `state` (the shared state
 //! and the computation limit), `store` (plans within the budget), the endpoints in
 //! `plans`, `statistics` and `analyses`, and `web` (the plan viewer's embedded page).
 
 mod analyses;
 mod api_error;
 mod config;
-mod connections;
 mod plans;
 mod query;
 mod state;
@@ -168,8 +167,19 @@ pub async fn serve(
     config: ServiceConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let limits = connections::Limits::of(&config);
-    connections::serve(listener, router(config), limits, shutdown).await
+    let limits = conflux_http::Limits::new(
+        config.header_read_timeout,
+        config.idle_timeout,
+        config.max_connections,
+    );
+    conflux_http::serve(
+        listener,
+        router(config),
+        limits,
+        conflux_http::OpenConnections::default(),
+        shutdown,
+    )
+    .await
 }
 
 /// A service running on a thread of its own with its own tokio runtime (for the CLI, tests and

@@ -14,14 +14,14 @@ use tokio::net::TcpStream;
 
 /// When a connection last moved a byte, and how many of its requests are being handled.
 #[derive(Debug)]
-pub(super) struct Activity {
+pub(crate) struct Activity {
     origin: Instant,
     last_ms: AtomicU64,
     in_flight: AtomicUsize,
 }
 
 impl Activity {
-    pub(super) fn new() -> Activity {
+    pub(crate) fn new() -> Activity {
         Activity {
             origin: Instant::now(),
             last_ms: AtomicU64::new(0),
@@ -35,13 +35,13 @@ impl Activity {
     }
 
     /// When the connection last moved a byte (its start before the first).
-    pub(super) fn last(&self) -> Instant {
+    pub(crate) fn last(&self) -> Instant {
         self.origin + Duration::from_millis(self.last_ms.load(Ordering::Relaxed))
     }
 
     /// When the connection would become idle: `idle` after the last byte, or `idle` from now
     /// while a request is being handled.
-    pub(super) fn idle_deadline(&self, idle: Duration) -> Instant {
+    pub(crate) fn idle_deadline(&self, idle: Duration) -> Instant {
         if !self.is_between_requests() {
             Instant::now() + idle
         } else {
@@ -50,21 +50,21 @@ impl Activity {
     }
 
     /// Whether no request is being handled and no byte moved for `idle`.
-    pub(super) fn is_idle(&self, idle: Duration) -> bool {
+    pub(crate) fn is_idle(&self, idle: Duration) -> bool {
         self.is_between_requests() && self.last().elapsed() >= idle
     }
 
     /// Whether none of the connection's requests is being handled.
-    pub(super) fn is_between_requests(&self) -> bool {
+    pub(crate) fn is_between_requests(&self) -> bool {
         self.in_flight.load(Ordering::Relaxed) == 0
     }
 }
 
 /// A request being handled; the connection is not idle meanwhile.
-pub(super) struct Busy(Arc<Activity>);
+pub(crate) struct Busy(Arc<Activity>);
 
 impl Busy {
-    pub(super) fn begin(activity: &Arc<Activity>) -> Busy {
+    pub(crate) fn begin(activity: &Arc<Activity>) -> Busy {
         activity.in_flight.fetch_add(1, Ordering::Relaxed);
         Busy(Arc::clone(activity))
     }
@@ -78,14 +78,14 @@ impl Drop for Busy {
 }
 
 /// A socket that records when it last read or wrote a byte.
-pub(super) struct Tracked {
+pub(crate) struct Tracked {
     inner: TcpStream,
     activity: Arc<Activity>,
 }
 
 impl Tracked {
     /// `tcp`, recording its traffic in `activity`.
-    pub(super) fn new(tcp: TcpStream, activity: Arc<Activity>) -> Tracked {
+    pub(crate) fn new(tcp: TcpStream, activity: Arc<Activity>) -> Tracked {
         Tracked {
             inner: tcp,
             activity,

@@ -1,15 +1,13 @@
-//! Connections of the service: an accept loop that keeps at most `max_connections` open
-//! (closing the longest idle one to make room), and per connection hyper's HTTP/1 server with
-//! a header-read timeout and an idle timeout.
-//! `axum::serve` has neither (it sets no timer), so 200 silent sockets could hold 200
-//! descriptors forever.
-
-mod activity;
+//! The accept loop: at most `max_connections` connections open (closing the longest idle one
+//! to make room), and per connection hyper's HTTP/1 server with a header-read timeout and an
+//! idle timeout. `axum::serve` has neither (it sets no timer), so 200 silent sockets could hold
+//! 200 descriptors forever.
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -22,28 +20,75 @@ use tokio::net::TcpListener;
 use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tower::ServiceExt;
 
-use super::config::ServiceConfig;
-use activity::{Activity, Busy, Tracked};
+use crate::activity::{Activity, Busy, Tracked};
 
-/// The connection limits of [`ServiceConfig`].
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Limits {
-    header_read_timeout: Duration,
-    idle_timeout: Duration,
-    max_connections: usize,
+/// The bounds of one server's connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest time a connection may take to send a request's head, counted from when the
+    /// server starts waiting for it (a new connection, or the previous answer sent), in
+    /// hyper's sense: slow or silent clients are disconnected.
+    pub header_read_timeout: Duration,
+    /// A connection that moves no byte for this long while none of its requests is being
+    /// handled is closed: idle keep-alive connections, and clients that stop reading their
+    /// answer (an answer's body is sent after its handler returned).
+    pub idle_timeout: Duration,
+    /// Most open connections. A new connection beyond it closes the open one that moved no
+    /// byte for the longest time and handles no request; when all handle requests, it waits
+    /// (holding one more descriptor) and the connections behind it wait in the listen backlog,
+    /// holding none of the server's.
+    pub max_connections: usize,
 }
 
 /// The longest timeout honoured (a year): `Instant + Duration::MAX` would overflow.
 const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 impl Limits {
-    pub(super) fn of(config: &ServiceConfig) -> Limits {
+    /// The limits, made usable: timeouts of at most a year, and 1 to tokio's most semaphore
+    /// permits (`u32::MAX >> 3`) connections.
+    pub fn new(header_read_timeout: Duration, idle_timeout: Duration, max_connections: usize) -> Limits {
         Limits {
-            header_read_timeout: config.header_read_timeout.min(LONGEST_TIMEOUT),
-            idle_timeout: config.idle_timeout.min(LONGEST_TIMEOUT),
-            // tokio's semaphore takes at most u32::MAX >> 3 permits.
-            max_connections: config.max_connections.clamp(1, Semaphore::MAX_PERMITS),
+            header_read_timeout,
+            idle_timeout,
+            max_connections,
         }
+        .clamped()
+    }
+
+    fn clamped(self) -> Limits {
+        Limits {
+            header_read_timeout: self.header_read_timeout.min(LONGEST_TIMEOUT),
+            idle_timeout: self.idle_timeout.min(LONGEST_TIMEOUT),
+            max_connections: self.max_connections.clamp(1, Semaphore::MAX_PERMITS),
+        }
+    }
+}
+
+/// How many connections a server has open now (accepted and being served), shared with its
+/// owner for statistics and metrics.
+#[derive(Clone, Debug, Default)]
+pub struct OpenConnections(Arc<AtomicU64>);
+
+impl OpenConnections {
+    /// Connections open now.
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Counts one connection in [`OpenConnections`] while it lives.
+struct Counted(OpenConnections);
+
+impl Counted {
+    fn new(open: &OpenConnections) -> Counted {
+        open.0.fetch_add(1, Ordering::Relaxed);
+        Counted(open.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0 .0.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -108,21 +153,24 @@ impl Drop for Registered {
     }
 }
 
-/// Accepts connections until `shutdown` completes, with at most `max_connections` open: when
-/// a new connection finds them all taken, the one that moved no byte for the longest time and
-/// handles no request is closed to make room (so silent sockets cannot lock clients out);
-/// when all handle requests, the new one waits (and the ones behind it wait in the listen
-/// backlog, holding no descriptor of ours). On shutdown every connection is asked to finish
-/// its request and close, and waited for.
+/// Serves `router` on `listener` until `shutdown` completes, with at most `max_connections`
+/// open: when a new connection finds them all taken, the one that moved no byte for the
+/// longest time and handles no request is closed to make room (so silent sockets cannot lock
+/// clients out); when all handle requests, the new one waits (and the ones behind it wait in
+/// the listen backlog, holding no descriptor of ours). `open` counts the connections being
+/// served. On shutdown the listener is closed, every connection is asked to finish its request
+/// and close, and waited for.
 ///
 /// # Errors
 /// None so far: accept errors (such as running out of descriptors) are logged and retried.
-pub(super) async fn serve(
+pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: Limits,
+    open_connections: OpenConnections,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
+    let limits = limits.clamped();
     let slots = Arc::new(Semaphore::new(limits.max_connections));
     let open = Arc::new(Mutex::new(Open::default()));
     let (stop, stopped) = watch::channel(false);
@@ -169,7 +217,7 @@ pub(super) async fn serve(
                 registered,
                 stop: stopped.clone(),
             },
-            slot,
+            (slot, Counted::new(&open_connections)),
         ));
     }
     let _ = stop.send(true);
@@ -196,7 +244,7 @@ async fn connection(
     router: Router,
     limits: Limits,
     mut watch: Watch,
-    _slot: OwnedSemaphorePermit,
+    _slot: (OwnedSemaphorePermit, Counted),
 ) {
     let requests = Arc::clone(&watch.activity);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
@@ -253,12 +301,7 @@ mod tests {
 
     #[test]
     fn timeouts_of_any_length_are_usable() {
-        let limits = Limits::of(&ServiceConfig {
-            header_read_timeout: Duration::MAX,
-            idle_timeout: Duration::MAX,
-            max_connections: usize::MAX,
-            ..ServiceConfig::default()
-        });
+        let limits = Limits::new(Duration::MAX, Duration::MAX, usize::MAX);
         assert_eq!(limits.idle_timeout, LONGEST_TIMEOUT);
         assert_eq!(limits.header_read_timeout, LONGEST_TIMEOUT);
         assert_eq!(limits.max_connections, Semaphore::MAX_PERMITS);

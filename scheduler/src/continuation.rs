@@ -290,7 +290,7 @@ impl Scheduler {
         let regions = std::sync::Arc::clone(&self.regions);
         let mut tasks = Vec::with_capacity(regions.member_indices(r).len());
         for v in regions.members(r) {
-            self.state[v] = ExecutionState::Deploying;
+            self.set_state(v, ExecutionState::Deploying);
             self.speculative_deployed(v);
             if let Some(allocation) = self.allocation[v] {
                 tasks.push((

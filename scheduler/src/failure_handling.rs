@@ -35,7 +35,7 @@ impl Scheduler {
                 self.lost[i] = true;
             }
         } else {
-            self.state[v] = ExecutionState::Failed;
+            self.set_state(v, ExecutionState::Failed);
             self.release_slot(v);
             self.cancel_request(v);
         }
@@ -126,11 +126,11 @@ impl Scheduler {
                         vertex: x.0,
                         attempt: self.attempt[x],
                     }));
-                    self.state[x] = ExecutionState::Canceled;
+                    self.set_state(x, ExecutionState::Canceled);
                     self.release_slot(x);
                 }
                 ExecutionState::Scheduled => {
-                    self.state[x] = ExecutionState::Canceled;
+                    self.set_state(x, ExecutionState::Canceled);
                     self.cancel_request(x);
                     self.release_slot(x);
                 }
@@ -253,8 +253,8 @@ impl Scheduler {
             self.lost[i] = false;
             self.released[i] = false;
         }
-        self.state[v] = ExecutionState::Created;
         self.attempt[v] += 1;
+        self.set_state(v, ExecutionState::Created);
         self.speculative_reset(v);
         self.allocation[v] = None;
         self.location[v] = None;

@@ -28,6 +28,7 @@ mod slot_assignment;
 mod slot_pool;
 mod speculative;
 mod trace;
+mod transitions;
 
 pub use adaptive::{AdaptiveError, VertexDecision};
 pub use api::{
@@ -37,4 +38,5 @@ pub use api::{
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 pub use scheduler::Scheduler;
+pub use transitions::{StateTransition, TaskManagerSlots};
 pub use speculative::{SpeculativeExecutionOptions, SpeculativeOptionsError, SpeculativeStats};

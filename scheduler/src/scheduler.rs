@@ -21,6 +21,7 @@ use conflux_graph::{
     IntermediateResultPartitionId, PartitionIndex, PipelinedRegionIndex, PipelinedRegions,
 };
 
+use crate::transitions::StateTransition;
 use crate::adaptive::AdaptiveState;
 use crate::api::{Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError};
 use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
@@ -118,6 +119,9 @@ pub struct Scheduler {
     pub(crate) adaptive: Option<Box<AdaptiveState>>,
     /// Speculative execution (`speculative.rs`); `None` when it is off.
     pub(crate) speculative: Option<Box<SpeculativeState>>,
+    /// Every execution state change since the driver last took them, when it asked for them
+    /// (`transitions.rs`).
+    pub(crate) transitions: Option<Vec<StateTransition>>,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -214,6 +218,7 @@ impl Scheduler {
             pending_finish: None,
             adaptive: None,
             speculative,
+            transitions: None,
             graph,
             regions,
         }
@@ -383,7 +388,7 @@ impl Scheduler {
             Event::TaskRunning(a) => {
                 let v = ExecutionVertexIndex(a.vertex);
                 if self.is_current(a) && self.state[v] == ExecutionState::Deploying {
-                    self.state[v] = ExecutionState::Running;
+                    self.set_state(v, ExecutionState::Running);
                 } else {
                     self.speculative_attempt_running(a);
                 }
@@ -564,7 +569,7 @@ impl Scheduler {
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
         self.speculative_vertex_finishing(v, now_ms);
-        self.state[v] = ExecutionState::Finished;
+        self.set_state(v, ExecutionState::Finished);
         self.release_slot(v);
         self.unfinished_vertices -= 1;
         let ready_groups = self.partitions_finished(v);
@@ -604,10 +609,10 @@ impl Scheduler {
                         vertex: v.0,
                         attempt: self.attempt[v],
                     }));
-                    self.state[v] = ExecutionState::Canceled;
+                    self.set_state(v, ExecutionState::Canceled);
                 }
                 ExecutionState::Scheduled | ExecutionState::Created => {
-                    self.state[v] = ExecutionState::Canceled;
+                    self.set_state(v, ExecutionState::Canceled);
                 }
                 _ => {}
             }

@@ -281,7 +281,7 @@ impl Scheduler {
         let regions = Arc::clone(&self.regions);
         self.missing_slots[region] = conflux_graph::index_u32(regions.member_indices(region).len());
         for v in regions.members(region) {
-            self.state[v] = ExecutionState::Scheduled;
+            self.set_state(v, ExecutionState::Scheduled);
         }
         for v in regions.members(region) {
             self.request_slot(v);

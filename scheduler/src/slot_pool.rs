@@ -81,6 +81,8 @@ pub(crate) struct SlotPool {
     /// The free slots of blocked TaskManagers, keyed as `free`, kept out of it so that giving
     /// out a slot never walks past them.
     parked: BTreeSet<(u32, u32)>,
+    /// Per registered TaskManager, its slots in `free` and `parked`.
+    free_count: HashMap<TaskManagerId, u32>,
 }
 
 impl SlotPool {
@@ -122,6 +124,7 @@ impl SlotPool {
             dirty: false,
             blocked: HashSet::new(),
             parked: BTreeSet::new(),
+            free_count: HashMap::new(),
         }
     }
 
@@ -163,6 +166,7 @@ impl SlotPool {
     /// A TaskManager offers `slots` slots.
     pub(crate) fn register(&mut self, location: TaskManagerLocation, slots: u32) {
         self.task_managers.insert(location.id, (location, slots));
+        self.free_count.insert(location.id, slots);
         for s in 0..slots {
             self.free.insert(self.free_key(location.id.0, s));
         }
@@ -178,6 +182,7 @@ impl SlotPool {
     /// physical slot (their users are failed by the caller).
     pub(crate) fn remove_task_manager(&mut self, tm: TaskManagerId) {
         self.task_managers.remove(&tm);
+        self.free_count.remove(&tm);
         let spread = self.spread;
         self.free
             .retain(|&(a, b)| (if spread { b } else { a }) != tm.0);
@@ -226,6 +231,25 @@ impl SlotPool {
     /// Free physical slots.
     pub(crate) fn free_slots(&self) -> u64 {
         self.free.len() as u64
+    }
+
+    /// One more (`freed`) or one fewer free slot on `tm`.
+    fn count_free(&mut self, tm: u32, freed: bool) {
+        if let Some(n) = self.free_count.get_mut(&TaskManagerId(tm)) {
+            *n = if freed { *n + 1 } else { n.saturating_sub(1) };
+        }
+    }
+
+    /// Each registered TaskManager's slots and free slots. O(TaskManagers).
+    pub(crate) fn task_manager_slots(&self) -> Vec<crate::TaskManagerSlots> {
+        self.task_managers
+            .iter()
+            .map(|(id, (_, slots))| crate::TaskManagerSlots {
+                task_manager: *id,
+                slots: *slots,
+                free: self.free_count.get(id).copied().unwrap_or(0),
+            })
+            .collect()
     }
 
     /// Registered TaskManagers.
@@ -294,6 +318,9 @@ impl SlotPool {
         let (a, b) = free;
         self.free.remove(&free);
         let (tm, slot) = if self.spread { (b, a) } else { (a, b) };
+        if let Some(n) = self.free_count.get_mut(&TaskManagerId(tm)) {
+            *n = n.saturating_sub(1);
+        }
         let allocation = AllocationId {
             task_manager: TaskManagerId(tm),
             slot,
@@ -360,6 +387,7 @@ impl SlotPool {
 impl SlotPool {
     /// A slot becomes free: parked while its TaskManager is blocked.
     fn insert_free(&mut self, tm: u32, slot: u32) {
+        self.count_free(tm, true);
         let key = self.free_key(tm, slot);
         if self.blocked.contains(&tm) {
             self.parked.insert(key);
@@ -409,6 +437,7 @@ impl SlotPool {
             .copied()?;
         self.free.remove(&key);
         let (tm, slot) = if spread { (key.1, key.0) } else { key };
+        self.count_free(tm, false);
         Some(AllocationId {
             task_manager: TaskManagerId(tm),
             slot,

@@ -435,7 +435,7 @@ impl Scheduler {
             _ => {}
         }
         // The replaced attempt is cancelled (counted if it was a speculative one itself).
-        self.state[v] = ExecutionState::Canceled;
+        self.set_state(v, ExecutionState::Canceled);
         self.release_slot(v);
         self.promote(v, winner);
         self.vertex_finished(v, now_ms)
@@ -463,7 +463,7 @@ impl Scheduler {
             s.attempts.remove(&v);
         }
         // The failed attempt's slot goes (counted if it was a speculative one itself).
-        self.state[v] = ExecutionState::Failed;
+        self.set_state(v, ExecutionState::Failed);
         self.release_slot(v);
         self.promote(v, next);
         true
@@ -579,11 +579,14 @@ impl Scheduler {
         self.attempt[v] = x.attempt;
         self.allocation[v] = Some(x.allocation);
         self.location[v] = Some(x.location);
-        self.state[v] = if x.running {
-            ExecutionState::Running
-        } else {
-            ExecutionState::Deploying
-        };
+        self.set_state(
+            v,
+            if x.running {
+                ExecutionState::Running
+            } else {
+                ExecutionState::Deploying
+            },
+        );
         if let Some(s) = self.speculative.as_mut() {
             s.set_deployed_at(v, x.deployed_at);
             s.own_slot.insert(v);

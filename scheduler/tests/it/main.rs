@@ -10,3 +10,4 @@ mod failover_reference;
 mod input_bytes;
 mod slots;
 mod speculative;
+mod transitions;

@@ -7,11 +7,14 @@
 //!   regions).
 //! - [`reference`](mod@reference): the naive explicit-edge reference of the execution graph and region
 //!   failover, and the seeded small job graphs the scheduler and simulator tests draw.
+//! - [`json_shape`]: JSON documents compared key by key and type by type with Flink 1.20.3's
+//!   captured REST answers (`fixtures/flink-rest/`).
 //! - [`CountingAllocator`]: a global allocator counting live and peak heap bytes, for benches
 //!   and memory tests.
 
 mod counting_alloc;
 pub mod job_graphs;
+pub mod json_shape;
 pub mod reference;
 mod s3s_fs;
 

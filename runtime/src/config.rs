@@ -107,6 +107,11 @@ pub struct JobManagerConfig {
     pub client_idle_timeout_ms: u64,
     /// The scheduler's settings for every job.
     pub scheduler: SchedulerConfig,
+    /// Where the REST API (Flink's, with `/metrics`) listens: `None` for none. Default: the
+    /// IP of `address` with port 0 (a free port; [`JobManager::rest_address`](crate::JobManager::rest_address)
+    /// tells which), so that JobManagers embedded side by side never collide; `conflux
+    /// jobmanager` defaults to Flink's `rest.port`, 8081.
+    pub rest_address: Option<SocketAddr>,
 }
 
 impl JobManagerConfig {
@@ -124,6 +129,7 @@ impl JobManagerConfig {
                 work_budget: DEFAULT_RUNTIME_WORK_BUDGET,
                 ..SchedulerConfig::default()
             },
+            rest_address: Some(SocketAddr::new(address.ip(), 0)),
         }
     }
 }
@@ -162,6 +168,9 @@ pub struct TaskManagerConfig {
     /// sleeps its duration times this; a word count task, once its work is done, sleeps the
     /// time it took times `slowdown - 1` before it reports FINISHED.
     pub slowdown: f64,
+    /// Where it serves its Prometheus metrics (`GET /metrics`): `None` (the default) for
+    /// nowhere.
+    pub metrics_address: Option<SocketAddr>,
 }
 
 impl TaskManagerConfig {
@@ -181,6 +190,7 @@ impl TaskManagerConfig {
             data_max_connections: DEFAULT_MAX_CONNECTIONS,
             data_idle_timeout_ms: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
             slowdown: 1.0,
+            metrics_address: None,
         }
     }
 }

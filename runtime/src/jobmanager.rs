@@ -14,6 +14,8 @@ mod invokables;
 mod job_loop;
 mod jobs;
 mod registry;
+mod rest_backend;
+mod rest_view;
 mod server;
 
 use std::net::SocketAddr;
@@ -28,6 +30,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use crate::config::JobManagerConfig;
+use crate::metrics::JobManagerMetrics;
 use crate::protocol::{JobSubmission, JobSummary};
 use crate::report::JobReport;
 pub use invokables::{word_count_job, word_count_job_as_run};
@@ -82,6 +85,12 @@ pub struct TaskManagerInfo {
 
 pub(crate) struct Shared {
     pub(crate) config: JobManagerConfig,
+    /// Prometheus metrics (`GET /metrics` on the REST port).
+    pub(crate) metrics: JobManagerMetrics,
+    /// Where the REST API listens, if it does.
+    pub(crate) rest_address: Option<SocketAddr>,
+    /// The blob server's counters, for the metrics.
+    pub(crate) blob_server: std::sync::Weak<BlobServer>,
     pub(crate) registry: Arc<Registry>,
     pub(crate) jobs: Jobs,
     pub(crate) blob_server_url: String,
@@ -94,6 +103,8 @@ pub(crate) struct Shared {
 pub struct JobManager {
     shared: Arc<Shared>,
     address: SocketAddr,
+    /// The REST server: its stop signal and task.
+    rest: Option<(tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
     blob_server: Option<Arc<BlobServer>>,
     runner: Option<std::thread::JoinHandle<()>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -147,11 +158,30 @@ impl JobManager {
         };
         let blob_server_url = format!("http://{host}:{}", blob_server.local_addr().port());
         let blob_writer: Arc<dyn BlobWriter> = blob_server.clone();
+        let rest_listener = match config.rest_address {
+            Some(rest) => Some(TcpListener::bind(rest).await.map_err(|source| {
+                JobManagerError::Bind {
+                    address: rest,
+                    source,
+                }
+            })?),
+            None => None,
+        };
+        let rest_address = rest_listener.as_ref().and_then(|l| l.local_addr().ok());
+        let metrics = JobManagerMetrics::new(
+            config
+                .advertised_host
+                .as_deref()
+                .unwrap_or(&address.ip().to_string()),
+        );
 
-        let registry = Arc::new(Registry::default());
+        let registry = Arc::new(Registry::new(metrics.heartbeat_rtt_seconds.clone()));
         let (queue_tx, queue_rx) = mpsc::channel::<PreparedJob>();
         let shared = Arc::new(Shared {
             config: config.clone(),
+            metrics,
+            rest_address,
+            blob_server: Arc::downgrade(&blob_server),
             registry: Arc::clone(&registry),
             jobs: Jobs::default(),
             blob_server_url,
@@ -169,10 +199,33 @@ impl JobManager {
             .name("conflux-job-runner".into())
             .spawn(move || run_jobs(&runner_shared, blob_writer, &queue_rx))
             .map_err(|source| JobManagerError::Bind { address, source })?;
-        tracing::info!(%address, blob_server = %shared.blob_server_url, "JobManager started");
+        let rest = rest_listener.map(|listener| {
+            let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+            let router = conflux_rest::router(Arc::new(rest_backend::JobManagerRest::new(
+                Arc::clone(&shared),
+            )));
+            let task = tokio::spawn(async move {
+                let served = conflux_http::serve(
+                    listener,
+                    router,
+                    rest_backend::REST_LIMITS,
+                    conflux_http::OpenConnections::default(),
+                    async move {
+                        let _ = stopped.await;
+                    },
+                )
+                .await;
+                if let Err(e) = served {
+                    tracing::warn!("the REST server stopped: {e}");
+                }
+            });
+            (stop, task)
+        });
+        tracing::info!(%address, blob_server = %shared.blob_server_url, rest = ?rest_address, "JobManager started");
         Ok(JobManager {
             shared,
             address,
+            rest,
             blob_server: Some(blob_server),
             runner: Some(runner),
             tasks: vec![heartbeat, accept],
@@ -182,6 +235,11 @@ impl JobManager {
     /// Where it listens.
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+
+    /// Where the REST API (Flink's, with `/metrics`) listens, if it does.
+    pub fn rest_address(&self) -> Option<SocketAddr> {
+        self.shared.rest_address
     }
 
     /// The embedded blob server's base URL, as TaskManagers get it.
@@ -240,6 +298,14 @@ impl JobManager {
     /// server.
     pub async fn shutdown(mut self) {
         self.shared.shutdown.notify_waiters();
+        if let Some((stop, task)) = self.rest.take() {
+            let _ = stop.send(());
+            // Requests in progress finish; a client that keeps its connection idle is cut by
+            // the idle timeout, so the wait is bounded.
+            if tokio::time::timeout(Duration::from_secs(5), task).await.is_err() {
+                tracing::debug!("the REST server did not stop within 5 s");
+            }
+        }
         self.shared.jobs.cancel_all();
         if let Ok(mut queue) = self.shared.queue.lock() {
             queue.take();
@@ -290,9 +356,11 @@ pub(crate) async fn submit(
         message,
     };
     let submitted = Instant::now();
+    let submitted_ms = conflux_rest::now_ms();
     let options = submission.options.clone();
     let scheduler_config = shared.config.scheduler;
-    let (scheduler, tasks, estimate_reason) = tokio::task::spawn_blocking(move || {
+    let id = new_job_id(&source_name);
+    let (scheduler, tasks, estimate_reason, view) = tokio::task::spawn_blocking(move || {
         let load = LoadOptions {
             parallelism: options.parallelism,
             auto_parallelism: options.auto_parallelism,
@@ -304,12 +372,12 @@ pub(crate) async fn submit(
         let tasks = invokables::resolve(&job, &options)?;
         let (scheduler, estimate_reason) =
             job_loop::new_scheduler(job, &options, scheduler_config)?;
-        Ok::<_, String>((scheduler, tasks, estimate_reason))
+        let view = rest_view::job_view(id, scheduler.graph(), submitted_ms);
+        Ok::<_, String>((scheduler, tasks, estimate_reason, view))
     })
     .await
     .map_err(|e| invalid(format!("the loader failed: {e}")))?
     .map_err(invalid)?;
-    let id = new_job_id(&source_name);
     let name = scheduler.graph().job_graph().name().to_owned();
     let job = PreparedJob {
         id,
@@ -319,6 +387,7 @@ pub(crate) async fn submit(
         options: submission.options,
         submitted,
         estimate_reason,
+        view: Arc::clone(&view),
     };
     let queue = shared
         .queue
@@ -326,7 +395,7 @@ pub(crate) async fn submit(
         .map_err(|_| JobManagerError::ShuttingDown)?
         .clone()
         .ok_or(JobManagerError::ShuttingDown)?;
-    shared.jobs.add(id, name);
+    shared.jobs.add(id, name, view);
     queue.send(job).map_err(|_| JobManagerError::ShuttingDown)?;
     tracing::info!(job = %id, source = %source_name, "job submitted");
     Ok(id)
@@ -344,11 +413,13 @@ fn run_jobs(
         blob_writer,
         rpc_timeout_ms: shared.config.rpc.timeout_ms,
         speculative: shared.config.scheduler.speculative,
+        metrics: &shared.metrics,
     };
     while let Ok(job) = queue.recv() {
         let (sender, events) = mpsc::channel();
         if !shared.jobs.start(job.id, sender.clone()) {
             // Cancelled while queued.
+            rest_view::ended_outside_the_loop(&job.view, "CANCELED", None);
             shared.jobs.finish(
                 job.id,
                 JobReport {
@@ -363,7 +434,10 @@ fn run_jobs(
         }
         tracing::info!(job = %job.id, name = %job.name, "job running");
         let id = job.id;
+        let view = Arc::clone(&job.view);
         let report = job_loop::run_job(&ctx, job, sender, &events);
+        // A job whose loop never ran (its descriptors could not be set up) ends here.
+        rest_view::ended_outside_the_loop(&view, &report.status, report.failure_reason.as_deref());
         tracing::info!(job = %id, status = %report.status, "job ended");
         shared.jobs.finish(id, report);
     }

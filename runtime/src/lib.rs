@@ -18,6 +18,7 @@ pub mod config;
 pub mod connection;
 mod cpu_time;
 mod jobmanager;
+mod metrics;
 pub mod protocol;
 pub mod report;
 mod rss;

@@ -16,7 +16,7 @@ use conflux_deploy::{ExecutionAttemptId, TaskManagerId};
 use serde::{Deserialize, Serialize};
 
 /// The version of this protocol. A peer of another version is refused at the handshake.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
@@ -102,6 +102,8 @@ pub struct SyntheticTask {
     pub duration_ms: u64,
     /// Fail at the end instead of finishing (an injected task failure).
     pub fail: bool,
+    /// Its subtask index (for its metrics' labels).
+    pub subtask: u32,
     /// What it reports as written when it finishes ([`TaskMetrics::produced_bytes`]), one entry
     /// per result partition it produces: parameters of the job's seeded byte model where a
     /// run-time decision reads the bytes (adaptive batch), so that a submission stays O(1)
@@ -186,6 +188,8 @@ pub struct TaskMetrics {
     pub bytes_out: u64,
     /// Records it read.
     pub records_in: u64,
+    /// Serialised bytes it read from its input channels.
+    pub bytes_in: u64,
     /// The most bytes its pipelined partitions held at once, waiting for consumers.
     pub peak_buffered_bytes: u64,
     /// Per result partition it produced (in the TDD's order), the bytes it wrote to each

@@ -7,6 +7,7 @@
 
 mod data_server;
 mod gate_loader;
+mod metrics_server;
 mod task;
 mod wordcount;
 
@@ -30,6 +31,7 @@ use crate::connection::{
 use crate::protocol::{
     Hello, Role, TaskManagerRegistration, TaskManagerStats, ToJobManager, ToTaskManager, Welcome,
 };
+use crate::metrics::TaskManagerMetrics;
 use crate::rss::peak_rss_bytes;
 use crate::shuffle::partitions::ResultPartitionManager;
 use crate::shuffle::quota::DiskQuota;
@@ -51,12 +53,24 @@ pub enum TaskManagerError {
 }
 
 /// Counters of a TaskManager, shared by its sessions and tasks.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) tasks: AtomicU64,
     pub(crate) tdd_bytes_received: AtomicU64,
     /// Blob fetches of the caches of ended sessions.
     pub(crate) blob_fetches_before: AtomicU64,
+    /// The current session's blob cache, for the metrics.
+    pub(crate) blob_cache: Mutex<Option<Arc<BlobCache>>>,
+}
+
+impl Counters {
+    /// Blob fetches so far, ended sessions' and the current one's.
+    pub(crate) fn blob_fetches(&self) -> u64 {
+        self.blob_fetches_before.load(Ordering::Relaxed)
+            + lock(&self.blob_cache)
+                .as_ref()
+                .map_or(0, |c| c.stats().server_fetches)
+    }
 }
 
 /// What tasks of one session share.
@@ -70,6 +84,10 @@ pub(crate) struct SessionContext {
     pub(crate) wordcount: WordCountContext,
     /// How many times as long tasks take (see [`TaskManagerConfig::slowdown`]).
     pub(crate) slowdown: f64,
+    /// Its Prometheus metrics.
+    pub(crate) metrics: Arc<TaskManagerMetrics>,
+    /// Its id (`tm<n>`) and host, as its tasks' metric labels carry them.
+    pub(crate) labels: (String, String),
     /// The last peak RSS read and when.
     rss: Mutex<(std::time::Instant, u64)>,
 }
@@ -79,8 +97,7 @@ impl SessionContext {
         TaskManagerStats {
             tasks: self.counters.tasks.load(Ordering::Relaxed),
             tdd_bytes_received: self.counters.tdd_bytes_received.load(Ordering::Relaxed),
-            blob_fetches: self.counters.blob_fetches_before.load(Ordering::Relaxed)
-                + self.blob_cache.stats().server_fetches,
+            blob_fetches: self.counters.blob_fetches(),
             peak_rss_bytes: self.peak_rss(),
         }
     }
@@ -145,6 +162,16 @@ impl TaskManager {
         let shared = Arc::new(WordCountShared::default());
         let data_address = data_server.address;
         let counters = Arc::new(Counters::default());
+        let metrics = Arc::new(TaskManagerMetrics::new());
+        // Stopped when `run` returns or is dropped.
+        let _metrics_server = match config.metrics_address {
+            Some(address) => Some(
+                metrics_server::start(address, Arc::clone(&metrics), Arc::clone(&counters))
+                    .await
+                    .map_err(|e| TaskManagerError::Setup(format!("metrics on {address}: {e}")))?,
+            ),
+            None => None,
+        };
         let gates = GateLoader::start()
             .map_err(|e| TaskManagerError::Setup(format!("gate loader thread: {e}")))?;
         let hello = Hello {
@@ -176,6 +203,7 @@ impl TaskManager {
                         &config,
                         gates.clone(),
                         Arc::clone(&counters),
+                        Arc::clone(&metrics),
                         wordcount,
                         shutdown.as_mut(),
                     )
@@ -228,12 +256,14 @@ enum SessionEnd {
 }
 
 /// One registration: serves the JobManager until it is lost. Returns why the session ended.
+#[allow(clippy::too_many_arguments)]
 async fn session(
     conn: FramedStream,
     welcome: Welcome,
     config: &TaskManagerConfig,
     gates: GateLoader,
     counters: Arc<Counters>,
+    metrics: Arc<TaskManagerMetrics>,
     wordcount: WordCountContext,
     mut shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
 ) -> SessionEnd {
@@ -248,6 +278,7 @@ async fn session(
         Err(e) => return SessionEnd::Lost(format!("blob cache: {e}")),
     };
     tracing::info!(task_manager = %id, jobmanager = %config.jobmanager, "registered");
+    *lock(&counters.blob_cache) = Some(Arc::clone(&blob_cache));
     let swept = wordcount.partitions.sweep(&welcome.running_jobs);
     if swept > 0 {
         tracing::info!(task_manager = %id, jobs = swept, "deleted the partitions of jobs the JobManager does not run");
@@ -271,6 +302,11 @@ async fn session(
         running: Mutex::new(HashMap::new()),
         wordcount,
         slowdown: config.slowdown,
+        metrics,
+        labels: (
+            id.to_string(),
+            crate::metrics::flink_label(&config.advertised_host.to_string()),
+        ),
         rss: Mutex::new((std::time::Instant::now(), 0)),
     });
     let peer = config.jobmanager.as_str();
@@ -367,6 +403,7 @@ async fn session(
                 tracing::debug!(%job, partitions = released.len(), held, "partitions released");
             }
             ToTaskManager::JobEnded(job) => {
+                ctx.metrics.job_ended(job);
                 partitions.release_job(job);
                 ctx.gates.clear_job(job);
                 if let Err(e) = blob_cache.release_job(job) {
@@ -385,6 +422,7 @@ async fn session(
     for handle in cancelled {
         handle.abort();
     }
+    *lock(&counters.blob_cache) = None;
     counters
         .blob_fetches_before
         .fetch_add(blob_cache.stats().server_fetches, Ordering::Relaxed);

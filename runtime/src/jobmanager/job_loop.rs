@@ -8,6 +8,7 @@
 
 mod speculative;
 mod task_spec;
+mod view;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -34,6 +35,7 @@ use crate::connection::encode;
 use crate::cpu_time::thread_cpu_time;
 use crate::jobmanager::data_stats::DataStats;
 use crate::jobmanager::registry::{Outbox, Registry};
+use crate::metrics::JobManagerMetrics;
 use crate::protocol::{
     JobOptions, PartitionRef, TaskMetrics, TaskState, ToTaskManager, WordCountTask,
 };
@@ -43,6 +45,7 @@ use crate::report::{
 use crate::rss::peak_rss_bytes;
 use speculative::SpeculativeRuns;
 use task_spec::task_spec;
+use view::LoopView;
 
 /// What the loop hears from the rest of the JobManager.
 #[derive(Debug)]
@@ -90,6 +93,8 @@ pub(crate) struct PreparedJob {
     /// Why undecided vertices run at their estimate although nothing fixed them (the job cannot
     /// grow at run time), for the report.
     pub(crate) estimate_reason: Option<String>,
+    /// What the REST API shows of it.
+    pub(crate) view: Arc<conflux_rest::JobView>,
 }
 
 /// The scheduler of a submitted job: adaptive batch when the job has undecided vertices (`-1`)
@@ -132,6 +137,8 @@ pub(crate) struct LoopContext<'a> {
     pub(crate) rpc_timeout_ms: u64,
     /// Speculative execution (off by default), for the slow task detector's period.
     pub(crate) speculative: SpeculativeExecutionOptions,
+    /// The JobManager's metrics (scheduler call times, descriptor bytes).
+    pub(crate) metrics: &'a JobManagerMetrics,
 }
 
 const NO_TASK_MANAGER: u32 = u32::MAX;
@@ -169,6 +176,8 @@ struct JobRun<'a> {
     data: DataStats,
     /// The last reason a task gave for failing, for the report of a failed job.
     last_task_failure: Option<String>,
+    /// What the REST API shows of the job.
+    view: LoopView,
 }
 
 /// What the loop keeps of a prepared job besides its scheduler.
@@ -196,7 +205,10 @@ pub(crate) fn run_job(
         options,
         submitted,
         estimate_reason,
+        view,
     } = job;
+    let mut scheduler = scheduler;
+    let view = LoopView::new(view, &mut scheduler);
     let job = JobParts {
         id,
         name,
@@ -255,6 +267,7 @@ pub(crate) fn run_job(
         last_running: None,
         data: DataStats::default(),
         last_task_failure: None,
+        view,
     };
     {
         // Registering as the current job and listing the TaskManagers happen under one lock, so
@@ -267,6 +280,7 @@ pub(crate) fn run_job(
         }
         for (id, entry) in &registry.alive {
             run.participants.insert(*id);
+            run.view.task_manager(entry.location);
             run.push(Event::TaskManagerRegistered {
                 location: entry.location,
                 slots: entry.slots,
@@ -276,6 +290,8 @@ pub(crate) fn run_job(
     let counters_before = ctx.registry.lock().counters;
     run.push(Event::Start);
     run.drive(events);
+    run.view.after_call(&mut run.scheduler);
+    run.view.publish(&run.scheduler, true);
     let job = &run.job;
     let graph = Arc::clone(run.scheduler.graph());
 
@@ -368,9 +384,11 @@ impl CallTimer {
         self,
         max_wall: &mut Duration,
         max_cpu: &mut Duration,
+        metrics: &JobManagerMetrics,
         call: impl FnOnce() -> String,
     ) {
         let wall = self.wall.elapsed();
+        metrics.scheduler_call_seconds.observe(wall.as_secs_f64());
         let cpu = thread_cpu_time().saturating_sub(self.cpu);
         if wall > *max_wall || cpu > *max_cpu || cpu > LOGGED_CALL_CPU {
             tracing::debug!(call = %call(), ?wall, ?cpu, "longest scheduler call so far");
@@ -391,7 +409,7 @@ impl JobRun<'_> {
                 let now = self.now_ms();
                 let call = CallTimer::start();
                 let result = self.scheduler.handle(now, event.clone());
-                call.record(&mut self.max_stall, &mut self.max_cpu, || {
+                call.record(&mut self.max_stall, &mut self.max_cpu, self.ctx.metrics, || {
                     format!("{event:?}")
                 });
                 match result {
@@ -400,6 +418,8 @@ impl JobRun<'_> {
                         self.apply(commands);
                         self.speculative
                             .follow(&self.scheduler, &mut self.deployed_on);
+                        self.view.after_call(&mut self.scheduler);
+                        self.view.publish(&self.scheduler, false);
                     }
                     // A finish whose byte report does not fit the result (a faulty
                     // TaskManager): the attempt fails, so that it runs again or the job fails
@@ -434,6 +454,8 @@ impl JobRun<'_> {
             .into_iter()
             .flatten()
             .min();
+            // About to wait: what the REST API shows catches up.
+            self.view.publish(&self.scheduler, true);
             let received = match deadline {
                 Some(at) => events.recv_timeout(Duration::from_millis(at.saturating_sub(now))),
                 None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -468,7 +490,7 @@ impl JobRun<'_> {
         while self.scheduler.has_pending_work() {
             let call = CallTimer::start();
             let result = self.scheduler.continue_work();
-            call.record(&mut self.max_stall, &mut self.max_cpu, || {
+            call.record(&mut self.max_stall, &mut self.max_cpu, self.ctx.metrics, || {
                 "continue_work".into()
             });
             match result {
@@ -489,6 +511,7 @@ impl JobRun<'_> {
                 self.apply(commands);
                 self.speculative
                     .follow(&self.scheduler, &mut self.deployed_on);
+                self.view.after_call(&mut self.scheduler);
             }
         }
     }
@@ -506,6 +529,16 @@ impl JobRun<'_> {
             self.pending_acks.remove(&attempt);
             if self.is_live(attempt) {
                 self.rpc_timeouts += 1;
+                let tm = self.task_manager_of(attempt);
+                self.view.task_failed(
+                    &self.scheduler,
+                    attempt,
+                    tm,
+                    &format!(
+                        "task submission not acknowledged within {} ms",
+                        self.ctx.rpc_timeout_ms
+                    ),
+                );
                 tracing::warn!(
                     job = %self.job.id,
                     vertex = attempt.vertex,
@@ -515,6 +548,19 @@ impl JobRun<'_> {
                 );
                 self.push(Event::TaskFailed(attempt, FailureCause::Task));
             }
+        }
+    }
+
+    /// The TaskManager an attempt was deployed to (its own for a live speculative attempt), or
+    /// none.
+    fn task_manager_of(&self, attempt: ExecutionAttemptId) -> u32 {
+        match self.speculative.runs_on(attempt) {
+            Some(tm) => tm.0,
+            None => self
+                .deployed_on
+                .get(attempt.vertex as usize)
+                .copied()
+                .unwrap_or(NO_TASK_MANAGER),
         }
     }
 
@@ -577,10 +623,14 @@ impl JobRun<'_> {
         match event {
             LoopEvent::TaskManagerRegistered { location, slots } => {
                 self.participants.insert(location.id);
+                self.view.task_manager(location);
                 Some(Event::TaskManagerRegistered { location, slots })
             }
             LoopEvent::TaskManagerLost(id) => Some(Event::TaskManagerLost(id)),
-            LoopEvent::Cancel => Some(Event::Cancel),
+            LoopEvent::Cancel => {
+                self.view.cancelling();
+                Some(Event::Cancel)
+            }
             LoopEvent::Acknowledged {
                 from,
                 job,
@@ -596,6 +646,12 @@ impl JobRun<'_> {
                     return None;
                 }
                 tracing::warn!(job = %self.job.id, vertex = attempt.vertex, "task refused: {reason}");
+                self.view.task_failed(
+                    &self.scheduler,
+                    attempt,
+                    from.0,
+                    &format!("task submission refused: {reason}"),
+                );
                 Some(Event::TaskFailed(attempt, FailureCause::Task))
             }
             LoopEvent::TaskState {
@@ -631,6 +687,7 @@ impl JobRun<'_> {
                         Some(Event::TaskRunning(attempt))
                     }
                     TaskState::Finished if current == ExecutionState::Running => {
+                        self.view.finished(&self.scheduler, attempt, &metrics);
                         Some(self.finished_event(attempt, metrics))
                     }
                     TaskState::Failed {
@@ -659,7 +716,10 @@ impl JobRun<'_> {
         }
         Some(match state {
             TaskState::Running => Event::TaskRunning(attempt),
-            TaskState::Finished => self.finished_event(attempt, metrics),
+            TaskState::Finished => {
+                self.view.finished(&self.scheduler, attempt, &metrics);
+                self.finished_event(attempt, metrics)
+            }
             TaskState::Failed {
                 reason,
                 partition_not_found,
@@ -684,6 +744,8 @@ impl JobRun<'_> {
         partition_not_found: Option<PartitionRef>,
     ) -> Event {
         tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, "task failed: {reason}");
+        let tm = self.task_manager_of(attempt);
+        self.view.task_failed(&self.scheduler, attempt, tm, reason);
         self.last_task_failure = Some(format!(
             "{}: {reason}",
             self.scheduler
@@ -733,9 +795,18 @@ impl JobRun<'_> {
                     self.factory.on_group_released(group);
                     self.release(&partitions);
                 }
-                Command::JobStatus { status, .. } if status.is_terminal() => self.factory.clear(),
-                Command::Restart(_) | Command::JobStatus { .. } => {}
-                Command::JobVertexInitialized { job_vertex, .. } => {
+                Command::JobStatus { status, reason } => {
+                    self.view.job_status(status, reason.as_deref());
+                    if status.is_terminal() {
+                        self.factory.clear();
+                    }
+                }
+                Command::Restart(_) => {}
+                Command::JobVertexInitialized {
+                    job_vertex,
+                    parallelism,
+                } => {
+                    self.view.vertex_initialized(job_vertex, parallelism);
                     let graph = Arc::clone(self.scheduler.graph());
                     self.deployed_on
                         .resize(graph.num_execution_vertices() as usize, NO_TASK_MANAGER);
@@ -835,7 +906,10 @@ impl JobRun<'_> {
         let mut per_task_manager: HashMap<TaskManagerId, u64> = HashMap::new();
         for ((attempt, slot), frame) in deploys.into_iter().zip(frames) {
             let frame = match frame {
-                Ok(frame) => frame,
+                Ok(frame) => {
+                    self.ctx.metrics.descriptor_bytes.inc_by(frame.len() as u64);
+                    frame
+                }
                 Err(e) => {
                     tracing::warn!(job = %self.job.id, vertex = attempt.vertex, "descriptor: {e}");
                     self.push(Event::TaskFailed(attempt, FailureCause::Task));

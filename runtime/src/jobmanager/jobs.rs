@@ -1,10 +1,12 @@
-//! The JobManager's table of jobs: queued, running, ended with their reports.
+//! The JobManager's table of jobs: queued, running, ended with their reports, each with the
+//! view the REST API reads.
 
 use std::collections::HashMap;
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use conflux_blob_api::JobId;
+use conflux_rest::JobView;
 use tokio::sync::watch;
 
 use crate::jobmanager::job_loop::LoopEvent;
@@ -20,6 +22,8 @@ struct JobEntry {
     /// The running job's event loop.
     events: Option<Sender<LoopEvent>>,
     report: watch::Sender<Option<Arc<JobReport>>>,
+    /// What the REST API shows of it.
+    view: Arc<JobView>,
 }
 
 #[derive(Default)]
@@ -41,7 +45,7 @@ impl Jobs {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    pub(crate) fn add(&self, id: JobId, name: String) {
+    pub(crate) fn add(&self, id: JobId, name: String, view: Arc<JobView>) {
         let mut table = self.lock();
         table.order.push(id);
         table.entries.insert(
@@ -52,6 +56,7 @@ impl Jobs {
                 cancel_requested: false,
                 events: None,
                 report: watch::channel(None).0,
+                view,
             },
         );
     }
@@ -108,6 +113,39 @@ impl Jobs {
             })
             .copied()
             .collect()
+    }
+
+    /// Every job's view, in submission order.
+    pub(crate) fn views(&self) -> Vec<Arc<JobView>> {
+        let table = self.lock();
+        table
+            .order
+            .iter()
+            .filter_map(|id| table.entries.get(id).map(|e| Arc::clone(&e.view)))
+            .collect()
+    }
+
+    /// One job's view.
+    pub(crate) fn view(&self, id: JobId) -> Option<Arc<JobView>> {
+        self.lock().entries.get(&id).map(|e| Arc::clone(&e.view))
+    }
+
+    /// The view of the running job, if one runs.
+    pub(crate) fn running_view(&self) -> Option<Arc<JobView>> {
+        self.lock()
+            .entries
+            .values()
+            .find(|e| e.events.is_some())
+            .map(|e| Arc::clone(&e.view))
+    }
+
+    /// The final status of an ended job (`None` while it is queued or running, or unknown).
+    pub(crate) fn ended_status(&self, id: JobId) -> Option<String> {
+        self.lock()
+            .entries
+            .get(&id)
+            .filter(|e| e.status != "QUEUED" && e.status != "RUNNING")
+            .map(|e| e.status.clone())
     }
 
     pub(crate) fn cancel(&self, id: JobId) -> Result<(), JobManagerError> {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use conflux_deploy::{TaskManagerId, TaskManagerLocation};
+use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::{mpsc, Notify};
 
 use crate::connection::encode;
@@ -77,7 +78,7 @@ pub(crate) struct Registered {
     pub(crate) outbox: Outbox,
     /// Wakes the connection's reader so that it closes the socket when the TaskManager is lost.
     pub(crate) closed: Arc<Notify>,
-    last_answer: Instant,
+    pub(crate) last_answer: Instant,
     heartbeats_sent: HashMap<u64, Instant>,
     /// The TaskManager's heartbeat connection, once it has opened one; until then heartbeats go
     /// on the main connection, ahead of queued task messages.
@@ -116,12 +117,21 @@ pub(crate) struct RegistryState {
 }
 
 /// The TaskManager table, shared by the connection tasks, the heartbeat loop and the job loop.
-#[derive(Default)]
 pub(crate) struct Registry {
     state: Mutex<RegistryState>,
+    /// Heartbeat round trips, s (a Prometheus histogram).
+    rtt: Histogram,
 }
 
 impl Registry {
+    /// An empty table that observes heartbeat round trips into `rtt`.
+    pub(crate) fn new(rtt: Histogram) -> Registry {
+        Registry {
+            state: Mutex::new(RegistryState::default()),
+            rtt,
+        }
+    }
+
     pub(crate) fn lock(&self) -> MutexGuard<'_, RegistryState> {
         // A panic while holding the lock leaves the table consistent (every update is a single
         // insert or remove), so a poisoned lock is still usable.
@@ -208,6 +218,7 @@ impl Registry {
         }
         if let Some(rtt) = rtt_ms {
             state.counters.max_rtt_ms = state.counters.max_rtt_ms.max(rtt);
+            self.rtt.observe(rtt / 1e3);
         }
         if let Some(record) = state.records.get_mut(&id) {
             record.stats = stats;

@@ -8,8 +8,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use conflux_deploy::TaskDeploymentDescriptor;
+use conflux_deploy::wire::{self, PayloadKind};
+use conflux_deploy::{JobInformation, MaybeOffloaded, TaskDeploymentDescriptor, TaskInformation};
 
+use crate::metrics::{flink_label, TaskLabels};
 use crate::protocol::{
     SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager,
 };
@@ -64,11 +66,21 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
         }
     };
     report(&ctx, &tdd, TaskState::Running, TaskMetrics::default());
+    let subtask = match &task {
+        TaskSpec::Synthetic(t) => t.subtask,
+        TaskSpec::WordCount(t) => t.subtask,
+    };
+    let io = ctx
+        .metrics
+        .task_started(tdd.job_id, labels(&ctx, &tdd, &loaded.info, subtask));
     let outcome = match task {
-        TaskSpec::Synthetic(task) => synthetic(task, ctx.slowdown).await,
+        TaskSpec::Synthetic(task) => {
+            drop(io);
+            synthetic(task, ctx.slowdown).await
+        }
         TaskSpec::WordCount(task) => {
             let started = std::time::Instant::now();
-            let outcome = wordcount::run(&ctx.wordcount, Arc::clone(&tdd), loaded.gates, task)
+            let outcome = wordcount::run(&ctx.wordcount, Arc::clone(&tdd), loaded.gates, task, io)
                 .await
                 .map_err(|f| TaskState::Failed {
                     reason: f.reason,
@@ -94,6 +106,44 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
             }
             report(&ctx, &tdd, state, TaskMetrics::default());
         }
+    }
+}
+
+/// The labels of a task's metrics, as Flink's: the job (its name when the TDD carries its job
+/// information inline), the vertex (`task_id` its JobVertexID, `task_name` its chained
+/// operators, else its id), the attempt (`<job>_<vertex>_<subtask>_<attempt>`, as Flink's
+/// `<graph>_<vertex>_<subtask>_<attempt>`), this TaskManager.
+fn labels(
+    ctx: &SessionContext,
+    tdd: &TaskDeploymentDescriptor,
+    info: &TaskInformation,
+    subtask: u32,
+) -> TaskLabels {
+    let job_name = match &tdd.job_information {
+        MaybeOffloaded::Inline(bytes) => {
+            wire::decode::<JobInformation>(PayloadKind::JobInformation, bytes)
+                .map(|j| j.job_name)
+                .unwrap_or_default()
+        }
+        MaybeOffloaded::Offloaded { .. } => String::new(),
+    };
+    let task_id = conflux_rest::job_vertex_id(&info.job_vertex_id).to_string();
+    let name = if info.operators.is_empty() {
+        info.job_vertex_id.clone()
+    } else {
+        info.operators.join(" -> ")
+    };
+    let attempt = tdd.execution_attempt.attempt;
+    TaskLabels {
+        job_id: tdd.job_id.to_string(),
+        job_name: flink_label(&job_name),
+        task_attempt_id: format!("{}_{task_id}_{subtask}_{attempt}", tdd.job_id),
+        task_id,
+        task_attempt_num: attempt.to_string(),
+        task_name: flink_label(&name),
+        subtask_index: subtask.to_string(),
+        tm_id: ctx.labels.0.clone(),
+        host: ctx.labels.1.clone(),
     }
 }
 

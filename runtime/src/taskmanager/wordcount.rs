@@ -19,6 +19,7 @@ use conflux_operators::{
 };
 use tokio::sync::mpsc;
 
+use crate::metrics::TaskIo;
 use crate::protocol::{PartitionRef, TaskMetrics, WordCountRole, WordCountTask};
 use crate::shuffle::input::{spawn_readers, InputChannel, InputEvent, InputSettings};
 use crate::shuffle::partition_file::{PartitionFileWriter, MAX_BUFFER_BYTES};
@@ -106,6 +107,7 @@ pub(crate) async fn run(
     tdd: Arc<TaskDeploymentDescriptor>,
     gates: Vec<LoadedInputGate>,
     task: WordCountTask,
+    io: TaskIo,
 ) -> Result<TaskMetrics, TaskFailure> {
     let cancel = Arc::new(AtomicBool::new(false));
     let _guard = CancelOnDrop(Arc::clone(&cancel));
@@ -125,6 +127,7 @@ pub(crate) async fn run(
                     consumer_max_parallelism,
                     &cancel,
                     &runtime,
+                    &io,
                 )
             })
             .await
@@ -176,7 +179,7 @@ pub(crate) async fn run(
             // Aborted with this future (a cancelled task).
             let _readers = spawn_readers(channels, settings, events_tx);
             let attempt = tdd.execution_attempt;
-            tokio::task::spawn_blocking(move || run_count(events, n, &task, attempt, &cancel))
+            tokio::task::spawn_blocking(move || run_count(events, n, &task, attempt, &cancel, &io))
                 .await
                 .map_err(|e| TaskFailure::new(format!("count thread: {e}")))?
         }
@@ -188,11 +191,12 @@ pub(crate) async fn run(
 const SOURCE_BATCH: usize = 256;
 
 /// Hands each word of `words` to `write` as its consumer subtask and record, checking the
-/// cancel flag every 65,536 words.
+/// cancel flag every 65,536 words and counting the records into `records_out` per batch.
 fn emit(
     mut words: WordSource<'_>,
     routed: &RoutedVocabulary,
     cancel: &AtomicBool,
+    records_out: &prometheus_client::metrics::gauge::Gauge,
     mut write: impl FnMut(u32, &[u8]) -> Result<(), TaskFailure>,
 ) -> Result<(), TaskFailure> {
     let mut batch = [0u32; SOURCE_BATCH];
@@ -208,6 +212,7 @@ fn emit(
             let (sub, record) = routed.record(id);
             write(sub, record)?;
         }
+        TaskIo::add(records_out, drawn as u64);
     }
     Ok(())
 }
@@ -220,6 +225,7 @@ fn run_source(
     consumer_max_parallelism: u32,
     cancel: &AtomicBool,
     runtime: &tokio::runtime::Handle,
+    io: &TaskIo,
 ) -> Result<TaskMetrics, TaskFailure> {
     let config =
         WordCountConfig::from_config(task.config.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -265,6 +271,7 @@ fn run_source(
         }
     ];
     let mut count = |s: u32, buf: &[u8]| {
+        TaskIo::add(&io.bytes_out, buf.len() as u64);
         if let Some(b) = written.get_mut(s as usize) {
             *b += buf.len() as u64;
         }
@@ -283,7 +290,7 @@ fn run_source(
             count(s, buf);
             file.append(s, buf).map_err(TaskFailure::new)
         };
-        emit(words, &routed, cancel, |sub, record| {
+        emit(words, &routed, cancel, &io.records_out, |sub, record| {
             writer.write_record(sub, record, &mut append)
         })?;
         writer.flush(&mut append)?;
@@ -335,7 +342,7 @@ fn run_source(
             count(s, buf);
             send(s, PipelinedItem::Buffer(Bytes::copy_from_slice(buf)))
         };
-        emit(words, &routed, cancel, |sub, record| {
+        emit(words, &routed, cancel, &io.records_out, |sub, record| {
             writer.write_record(sub, record, &mut full)
         })?;
         writer.flush(&mut full)?;
@@ -348,6 +355,7 @@ fn run_source(
         records_out: writer.records(),
         bytes_out: writer.bytes(),
         records_in: 0,
+        bytes_in: 0,
         peak_buffered_bytes: peak_buffered,
         produced_bytes: if task.report_produced_bytes {
             vec![written]
@@ -395,17 +403,23 @@ fn run_count(
     task: &WordCountTask,
     attempt: ExecutionAttemptId,
     cancel: &AtomicBool,
+    io: &TaskIo,
 ) -> Result<TaskMetrics, TaskFailure> {
     let mut counter = WordCounter::new();
+    let mut bytes_in = 0u64;
     let mut ended = 0;
     let delay = Duration::from_micros(task.sink_delay_us);
     while ended < channels {
         cancelled(cancel)?;
         match events.blocking_recv() {
             Some(InputEvent::Buffer { data, credit }) => {
+                let before = counter.total();
                 counter
                     .add_records(&data)
                     .map_err(|e| TaskFailure::new(format!("input buffer: {e}")))?;
+                bytes_in += data.len() as u64;
+                TaskIo::add(&io.bytes_in, data.len() as u64);
+                TaskIo::add(&io.records_in, counter.total() - before);
                 if !delay.is_zero() {
                     std::thread::sleep(delay);
                 }
@@ -434,6 +448,7 @@ fn run_count(
         records_out: 0,
         bytes_out: 0,
         records_in: counter.total(),
+        bytes_in,
         peak_buffered_bytes: 0,
         produced_bytes: Vec::new(),
     })

@@ -7,5 +7,6 @@ mod fuzz;
 mod handshake;
 mod heartbeat;
 mod protocol;
+mod rest;
 mod speculative;
 mod support;

@@ -54,7 +54,7 @@ pub(super) fn task_spec(
             })
         }
         None => {
-            let mut task = synthetic_task(options, attempt);
+            let mut task = synthetic_task(options, attempt, id.subtask);
             if let (Some(bytes), Some(_)) = (synthetic_bytes, decided_later) {
                 // It passes on what it read; the TaskManager spreads it.
                 let read = bytes.read(scheduler, id.job_vertex, id.subtask);
@@ -75,13 +75,14 @@ pub(super) fn task_spec(
 
 /// The synthetic behaviour of an attempt: a duration drawn from the job's seed and the attempt,
 /// so that a run is reproducible whatever the order of messages.
-fn synthetic_task(options: &JobOptions, attempt: ExecutionAttemptId) -> SyntheticTask {
+fn synthetic_task(options: &JobOptions, attempt: ExecutionAttemptId, subtask: u32) -> SyntheticTask {
     let salt = (u64::from(attempt.vertex) << 32) | u64::from(attempt.attempt);
     let mut rng = SplitMix64::new(options.seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let (lo, hi) = options.task_duration_ms;
     SyntheticTask {
         duration_ms: rng.between(lo, hi.max(lo)),
         fail: false,
+        subtask,
         produced_bytes: Vec::new(),
     }
 }

@@ -46,6 +46,12 @@ fn jobmanager_runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(Failure::Work)
 }
 
+/// The REST API's base URL (`http://HOST:PORT`), or `none`.
+fn rest_url(jm: &JobManager) -> String {
+    jm.rest_address()
+        .map_or_else(|| "none".to_owned(), |a| format!("http://{a}"))
+}
+
 /// Resolves when the process gets SIGINT or SIGTERM.
 async fn interrupted() {
     #[cfg(unix)]
@@ -75,9 +81,10 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
     runtime.block_on(async {
         let jm = JobManager::start(config).await.map_err(Failure::input)?;
         eprintln!(
-            "JobManager listening on {} (blob server {}); Ctrl-C stops it",
+            "JobManager listening on {} (blob server {}, REST API {}); Ctrl-C stops it",
             jm.address(),
-            jm.blob_server_url()
+            jm.blob_server_url(),
+            rest_url(&jm),
         );
         interrupted().await;
         jm.shutdown().await;

@@ -152,6 +152,13 @@ pub(crate) struct JobManagerArgs {
     /// Connections accepted at once.
     #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub(crate) max_connections: u64,
+    /// Host or IP the REST API (Flink's, with `/metrics`) binds (Flink's `rest.address`;
+    /// default: the host of `--address`).
+    #[arg(long)]
+    pub(crate) rest_address: Option<String>,
+    /// Port of the REST API (Flink's `rest.port`); 0 picks a free port, printed at start.
+    #[arg(long, default_value_t = 8081)]
+    pub(crate) rest_port: u16,
     /// Seed of injected RPC drops.
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
@@ -163,6 +170,24 @@ pub(crate) struct JobManagerArgs {
     pub(crate) scheduler: SchedulerArgs,
     #[command(flatten)]
     pub(crate) speculative: SpeculativeOptionsArgs,
+}
+
+/// Where the REST API binds: `host` (a name or an IP; default `default_ip`) and `port`.
+fn rest_address(
+    host: Option<&str>,
+    default_ip: std::net::IpAddr,
+    port: u16,
+) -> Result<SocketAddr, Failure> {
+    use std::net::ToSocketAddrs as _;
+    let Some(host) = host else {
+        return Ok(SocketAddr::new(default_ip, port));
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (host, port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addresses| addresses.next())
+        .ok_or_else(|| Failure::input(anyhow!("--rest-address {host}: not an IP or a known host")))
 }
 
 /// The host part of `HOST`, `HOST:PORT` or `[V6]:PORT`.
@@ -220,6 +245,11 @@ impl JobManagerArgs {
         config.rpc.token.clone_from(&self.token);
         config.max_connections = usize::try_from(self.max_connections).unwrap_or(65_536);
         config.scheduler.speculative = self.speculative.options()?;
+        config.rest_address = Some(rest_address(
+            self.rest_address.as_deref(),
+            self.address.ip(),
+            self.rest_port,
+        )?);
         Ok(config)
     }
 }
@@ -255,6 +285,9 @@ pub(crate) struct TaskManagerArgs {
     /// this; word count tasks sleep their working time times this minus 1 before finishing).
     #[arg(long, default_value_t = 1.0)]
     pub(crate) slowdown: f64,
+    /// Port of its Prometheus endpoint (`GET /metrics`, on `--advertised-address`); 0: none.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) metrics_port: u16,
     /// Exit when standard input closes (how `conflux cluster` makes sure no TaskManager
     /// outlives it).
     #[arg(long, hide = true)]
@@ -276,6 +309,8 @@ impl TaskManagerArgs {
         config.data_dir_max_bytes = self.data_dir_max_bytes;
         check_slowdown(self.slowdown)?;
         config.slowdown = self.slowdown;
+        config.metrics_address = (self.metrics_port != 0)
+            .then(|| SocketAddr::new(self.advertised_address, self.metrics_port));
         Ok(config)
     }
 }
@@ -396,6 +431,24 @@ impl ClusterArgs {
 #[cfg(test)]
 mod tests {
     use super::host_of;
+
+    #[test]
+    fn rest_addresses_default_to_the_rpc_host() {
+        let ip: std::net::IpAddr = "10.1.2.3".parse().unwrap();
+        assert_eq!(
+            super::rest_address(None, ip, 8081).unwrap(),
+            "10.1.2.3:8081".parse().unwrap()
+        );
+        assert_eq!(
+            super::rest_address(Some("127.0.0.1"), ip, 0).unwrap(),
+            "127.0.0.1:0".parse().unwrap()
+        );
+        assert_eq!(
+            super::rest_address(Some("[::1]"), ip, 9).unwrap(),
+            "[::1]:9".parse().unwrap()
+        );
+        assert!(super::rest_address(Some("no such host.invalid"), ip, 1).is_err());
+    }
 
     #[test]
     fn advertised_hosts() {

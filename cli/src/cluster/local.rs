@@ -142,6 +142,14 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
     // Checked before anything starts.
     args.slowdown_of(0)?;
     let jm = JobManager::start(config).await.map_err(Failure::input)?;
+    // Free ports, so that runs side by side never collide: said where they are.
+    eprintln!(
+        "JobManager at {}, REST API {} (flink list -m {})",
+        jm.address(),
+        super::rest_url(&jm),
+        jm.rest_address()
+            .map_or_else(|| "-".to_owned(), |a| a.to_string()),
+    );
     let mut children = Children(Vec::new());
     let result = tokio::select! {
         result = run_on(&jm, &mut children, args, bytes, slots, options, work.path(), started) => result,

@@ -46,7 +46,11 @@ const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 impl Limits {
     /// The limits, made usable: timeouts of at most a year, and 1 to tokio's most semaphore
     /// permits (`u32::MAX >> 3`) connections.
-    pub fn new(header_read_timeout: Duration, idle_timeout: Duration, max_connections: usize) -> Limits {
+    pub fn new(
+        header_read_timeout: Duration,
+        idle_timeout: Duration,
+        max_connections: usize,
+    ) -> Limits {
         Limits {
             header_read_timeout,
             idle_timeout,

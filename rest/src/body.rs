@@ -19,7 +19,9 @@ pub use job::{
     QueueStatus, QueueStatusId, RootExceptionInfo,
 };
 pub use jobs::{JobIdWithStatus, JobOverview, JobsOverview, JobsWithStatus};
-pub use per_state::{JobTimestamps, LowerCaseTaskCounts, StatusDuration, TaskCounts, TaskTimestamps};
+pub use per_state::{
+    JobTimestamps, LowerCaseTaskCounts, StatusDuration, TaskCounts, TaskTimestamps,
+};
 pub use vertex::{
     AggregatedDetails, AggregatedMetrics, AggregatedStatusDuration, IoMetrics, Statistics,
     SubtaskDetails, SubtaskTimes, SubtasksTimes, VertexDetails,

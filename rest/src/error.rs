@@ -57,7 +57,12 @@ impl IntoResponse for RestError {
             errors: vec![self.message],
         })
         .unwrap_or_default();
-        (self.status, [(header::CONTENT_TYPE, JSON)], Bytes::from(body)).into_response()
+        (
+            self.status,
+            [(header::CONTENT_TYPE, JSON)],
+            Bytes::from(body),
+        )
+            .into_response()
     }
 }
 

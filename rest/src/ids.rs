@@ -84,7 +84,13 @@ mod tests {
     fn hex_ids_round_trip_and_refuse_the_rest() {
         let id = HexId::parse("93536d13F0cdbdd8f8fa53ca74b08179").unwrap();
         assert_eq!(id.to_string(), "93536d13f0cdbdd8f8fa53ca74b08179");
-        for bad in ["zzz", "", "93536d13f0cdbdd8f8fa53ca74b0817", "93536d13f0cdbdd8f8fa53ca74b0817g", "+3536d13f0cdbdd8f8fa53ca74b08179"] {
+        for bad in [
+            "zzz",
+            "",
+            "93536d13f0cdbdd8f8fa53ca74b0817",
+            "93536d13f0cdbdd8f8fa53ca74b0817g",
+            "+3536d13f0cdbdd8f8fa53ca74b08179",
+        ] {
             assert_eq!(HexId::parse(bad), None, "{bad}");
         }
     }
@@ -100,6 +106,9 @@ mod tests {
         assert_ne!(source, job_vertex_id("sink"));
         assert_eq!(source.to_string().len(), 32);
         let job = JobId([7; 16]);
-        assert_ne!(slot_sharing_group_id(job, "default"), slot_sharing_group_id(JobId([8; 16]), "default"));
+        assert_ne!(
+            slot_sharing_group_id(job, "default"),
+            slot_sharing_group_id(JobId([8; 16]), "default")
+        );
     }
 }

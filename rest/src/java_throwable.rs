@@ -151,7 +151,11 @@ pub fn serialized_throwable(class_name: &str, message: &str, stack_trace: &str) 
 }
 
 /// [`serialized_throwable`] in base64, as Flink's `SerializedThrowableSerializer` writes it.
-pub(crate) fn serialized_throwable_base64(class_name: &str, message: &str, stack_trace: &str) -> String {
+pub(crate) fn serialized_throwable_base64(
+    class_name: &str,
+    message: &str,
+    stack_trace: &str,
+) -> String {
     base64::engine::general_purpose::STANDARD.encode(serialized_throwable(
         class_name,
         message,

@@ -9,7 +9,7 @@ use crate::body::{ExceptionInfo, LegacyExceptionInfo, RootExceptionInfo};
 use crate::render::{JOB_FAILURE, TASK_FAILURE};
 use crate::states::{ExecutionState, JobStatus};
 use crate::view::{
-    ExecutionStateCode, Exceptions, IoCounts, JobSnapshot, JobView, SubtaskRecord, SubtaskTable,
+    Exceptions, ExecutionStateCode, IoCounts, JobSnapshot, JobView, SubtaskRecord, SubtaskTable,
     VertexSnapshot, NO_TASK_MANAGER,
 };
 

@@ -50,7 +50,10 @@ pub(crate) fn overview(backend: &dyn RestBackend) -> ClusterOverview {
     let mut overview = ClusterOverview {
         taskmanagers: u32::try_from(task_managers.len()).unwrap_or(u32::MAX),
         slots_total: task_managers.iter().map(|t| t.slots).sum(),
-        slots_available: task_managers.iter().map(TaskManagerStatus::free_slots).sum(),
+        slots_available: task_managers
+            .iter()
+            .map(TaskManagerStatus::free_slots)
+            .sum(),
         jobs_running: 0,
         jobs_finished: 0,
         jobs_cancelled: 0,
@@ -348,7 +351,10 @@ fn io_of(r: &SubtaskRecord) -> IoCounts {
 pub(crate) fn vertex_details(job: &JobView, position: usize, now: i64) -> Option<VertexDetails> {
     let info = job.info().vertices.get(position)?;
     let snapshot = job.snapshot();
-    let parallelism = snapshot.vertices.get(position).map_or(-1, |v| v.parallelism);
+    let parallelism = snapshot
+        .vertices
+        .get(position)
+        .map_or(-1, |v| v.parallelism);
     let copied = CopiedTable::of(job, position)?;
     let table = &copied.table;
     let n = table.records.len();
@@ -363,17 +369,24 @@ pub(crate) fn vertex_details(job: &JobView, position: usize, now: i64) -> Option
             let ts = table.timestamps(r);
             let start = ts[ExecutionState::Deploying.ordinal()];
             let start = if start > 0 { start } else { -1 };
-            let end = if state.is_terminal() { ts[state.ordinal()] } else { -1 };
+            let end = if state.is_terminal() {
+                ts[state.ordinal()]
+            } else {
+                -1
+            };
             let duration = if start > 0 {
                 (if end > 0 { end } else { now }) - start
             } else {
                 -1
             };
             let sd = status_duration(state, &ts, now);
-            for (list, d) in durations
-                .iter_mut()
-                .zip([sd.created, sd.scheduled, sd.deploying, sd.initializing, sd.running])
-            {
+            for (list, d) in durations.iter_mut().zip([
+                sd.created,
+                sd.scheduled,
+                sd.deploying,
+                sd.initializing,
+                sd.running,
+            ]) {
                 if d >= 0 {
                     list.push(d);
                 }
@@ -450,7 +463,11 @@ pub(crate) fn subtask_times(job: &JobView, position: usize, now: i64) -> Option<
             let state = ExecutionState::from(r.state);
             let ts = table.timestamps(r);
             let scheduled = ts[ExecutionState::Scheduled.ordinal()];
-            let end = if state.is_terminal() { ts[state.ordinal()] } else { now };
+            let end = if state.is_terminal() {
+                ts[state.ordinal()]
+            } else {
+                now
+            };
             let (host, endpoint, _) = copied.where_(r);
             SubtaskTimes {
                 subtask: u32::try_from(i).unwrap_or(u32::MAX),
@@ -525,10 +542,19 @@ mod tests {
         let running = status_duration(ExecutionState::Running, &ts, 2_000);
         assert_eq!(
             running,
-            StatusDuration { created: 400, scheduled: 100, deploying: 200, initializing: 0, running: 300 }
+            StatusDuration {
+                created: 400,
+                scheduled: 100,
+                deploying: 200,
+                initializing: 0,
+                running: 300
+            }
         );
         ts[ExecutionState::Finished.ordinal()] = 2_500;
-        assert_eq!(status_duration(ExecutionState::Finished, &ts, 9_999).running, 800);
+        assert_eq!(
+            status_duration(ExecutionState::Finished, &ts, 9_999).running,
+            800
+        );
         let created = {
             let mut t = [0i64; 10];
             t[ExecutionState::Created.ordinal()] = 1_000;
@@ -536,7 +562,13 @@ mod tests {
         };
         assert_eq!(
             created,
-            StatusDuration { created: 250, scheduled: -1, deploying: -1, initializing: -1, running: -1 }
+            StatusDuration {
+                created: 250,
+                scheduled: -1,
+                deploying: -1,
+                initializing: -1,
+                running: -1
+            }
         );
     }
 }

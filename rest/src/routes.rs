@@ -48,15 +48,17 @@ fn ok(value: &impl Serialize) -> RestResult {
 /// The job a path names: 400 when the id does not parse, 404 when no such job is kept.
 fn job_of(state: &RestState, jobid: &str) -> Result<Arc<JobView>, RestError> {
     let id = HexId::parse(jobid).ok_or_else(|| RestError::bad_parameter("jobid", jobid))?;
-    state.backend.job(id.into()).ok_or_else(|| {
-        RestError::new(StatusCode::NOT_FOUND, format!("Job {id} not found"))
-    })
+    state
+        .backend
+        .job(id.into())
+        .ok_or_else(|| RestError::new(StatusCode::NOT_FOUND, format!("Job {id} not found")))
 }
 
 /// The vertex a path names: 400 when its id does not parse, 404 when the job has no such
 /// vertex.
 fn vertex_of(job: &JobView, vertexid: &str) -> Result<usize, RestError> {
-    let id = HexId::parse(vertexid).ok_or_else(|| RestError::bad_parameter("vertexid", vertexid))?;
+    let id =
+        HexId::parse(vertexid).ok_or_else(|| RestError::bad_parameter("vertexid", vertexid))?;
     job.info().vertex_position(id).ok_or_else(|| {
         RestError::new(
             StatusCode::NOT_FOUND,
@@ -90,7 +92,10 @@ async fn jobs(State(state): Shared) -> RestResult {
 #[utoipa::path(get, path = "/jobs/overview", tag = "jobs",
     responses((status = 200, description = "every job kept, in submission order", body = JobsOverview)))]
 async fn jobs_overview(State(state): Shared) -> RestResult {
-    ok(&render::jobs_overview(state.backend.as_ref(), render::now_ms()))
+    ok(&render::jobs_overview(
+        state.backend.as_ref(),
+        render::now_ms(),
+    ))
 }
 
 /// `GET /jobs/:jobid`: a job's details.
@@ -208,14 +213,20 @@ async fn heavy<T: Serialize + Send + 'static>(
         .acquire()
         .await
         .map_err(|_| RestError::bug("bug: the answer semaphore is closed"))?;
-    let built = tokio::task::spawn_blocking(move || {
-        build().map(|value| serde_json::to_vec(&value))
-    })
-    .await
-    .map_err(|e| RestError::bug(format!("bug: building an answer: {e}")))?;
+    let built =
+        tokio::task::spawn_blocking(move || build().map(|value| serde_json::to_vec(&value)))
+            .await
+            .map_err(|e| RestError::bug(format!("bug: building an answer: {e}")))?;
     match built {
-        Some(Ok(body)) => Ok((StatusCode::OK, [(header::CONTENT_TYPE, JSON)], Bytes::from(body)).into_response()),
-        Some(Err(e)) => Err(RestError::bug(format!("bug: an answer does not serialise: {e}"))),
+        Some(Ok(body)) => Ok((
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, JSON)],
+            Bytes::from(body),
+        )
+            .into_response()),
+        Some(Err(e)) => Err(RestError::bug(format!(
+            "bug: an answer does not serialise: {e}"
+        ))),
         None => Err(RestError::new(StatusCode::NOT_FOUND, "JobVertex not found")),
     }
 }
@@ -234,7 +245,10 @@ async fn vertex_details(
 ) -> RestResult {
     let job = job_of(&state, &jobid)?;
     let position = vertex_of(&job, &vertexid)?;
-    heavy(&state, move || render::vertex_details(&job, position, render::now_ms())).await
+    heavy(&state, move || {
+        render::vertex_details(&job, position, render::now_ms())
+    })
+    .await
 }
 
 /// `GET /jobs/:jobid/vertices/:vertexid/subtasktimes`: when each subtask entered each state.
@@ -251,7 +265,10 @@ async fn subtask_times(
 ) -> RestResult {
     let job = job_of(&state, &jobid)?;
     let position = vertex_of(&job, &vertexid)?;
-    heavy(&state, move || render::subtask_times(&job, position, render::now_ms())).await
+    heavy(&state, move || {
+        render::subtask_times(&job, position, render::now_ms())
+    })
+    .await
 }
 
 /// `GET /taskmanagers`: the registered TaskManagers.
@@ -322,7 +339,12 @@ async fn metrics(State(state): Shared) -> Response {
 #[utoipa::path(get, path = "/openapi.json", tag = "service",
     responses((status = 200, description = "the OpenAPI 3.1 document of this API", body = Object)))]
 async fn openapi_json(State(state): Shared) -> Response {
-    (StatusCode::OK, [(header::CONTENT_TYPE, JSON)], state.openapi.clone()).into_response()
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, JSON)],
+        state.openapi.clone(),
+    )
+        .into_response()
 }
 
 /// The API's endpoints, without prefix, with their OpenAPI descriptions.

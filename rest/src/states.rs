@@ -188,12 +188,33 @@ mod tests {
     #[test]
     fn vertex_states_aggregate_as_flinks() {
         use ExecutionState::*;
-        assert_eq!(ExecutionState::aggregate(&counts(&[(Created, 4)]), 4), Created);
-        assert_eq!(ExecutionState::aggregate(&counts(&[(Scheduled, 2), (Deploying, 2)]), 4), Created);
-        assert_eq!(ExecutionState::aggregate(&counts(&[(Running, 1), (Created, 3)]), 4), Running);
-        assert_eq!(ExecutionState::aggregate(&counts(&[(Finished, 3), (Created, 1)]), 4), Running);
-        assert_eq!(ExecutionState::aggregate(&counts(&[(Finished, 4)]), 4), Finished);
-        assert_eq!(ExecutionState::aggregate(&counts(&[(Failed, 1), (Canceled, 1)]), 2), Failed);
-        assert_eq!(ExecutionState::aggregate(&counts(&[(Canceled, 1), (Running, 1)]), 2), Canceled);
+        assert_eq!(
+            ExecutionState::aggregate(&counts(&[(Created, 4)]), 4),
+            Created
+        );
+        assert_eq!(
+            ExecutionState::aggregate(&counts(&[(Scheduled, 2), (Deploying, 2)]), 4),
+            Created
+        );
+        assert_eq!(
+            ExecutionState::aggregate(&counts(&[(Running, 1), (Created, 3)]), 4),
+            Running
+        );
+        assert_eq!(
+            ExecutionState::aggregate(&counts(&[(Finished, 3), (Created, 1)]), 4),
+            Running
+        );
+        assert_eq!(
+            ExecutionState::aggregate(&counts(&[(Finished, 4)]), 4),
+            Finished
+        );
+        assert_eq!(
+            ExecutionState::aggregate(&counts(&[(Failed, 1), (Canceled, 1)]), 2),
+            Failed
+        );
+        assert_eq!(
+            ExecutionState::aggregate(&counts(&[(Canceled, 1), (Running, 1)]), 2),
+            Canceled
+        );
     }
 }

@@ -236,7 +236,11 @@ impl VertexSnapshot {
         let mut counts = [0; 10];
         counts[ExecutionState::Created.ordinal()] = parallelism;
         VertexSnapshot {
-            parallelism: if parallelism == 0 { -1 } else { i64::from(parallelism) },
+            parallelism: if parallelism == 0 {
+                -1
+            } else {
+                i64::from(parallelism)
+            },
             counts,
             start_ms: -1,
             last_change_ms: 0,

@@ -104,7 +104,10 @@ pub struct JobManager {
     shared: Arc<Shared>,
     address: SocketAddr,
     /// The REST server: its stop signal and task.
-    rest: Option<(tokio::sync::oneshot::Sender<()>, tokio::task::JoinHandle<()>)>,
+    rest: Option<(
+        tokio::sync::oneshot::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    )>,
     blob_server: Option<Arc<BlobServer>>,
     runner: Option<std::thread::JoinHandle<()>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
@@ -159,12 +162,16 @@ impl JobManager {
         let blob_server_url = format!("http://{host}:{}", blob_server.local_addr().port());
         let blob_writer: Arc<dyn BlobWriter> = blob_server.clone();
         let rest_listener = match config.rest_address {
-            Some(rest) => Some(TcpListener::bind(rest).await.map_err(|source| {
-                JobManagerError::Bind {
-                    address: rest,
-                    source,
-                }
-            })?),
+            Some(rest) => {
+                Some(
+                    TcpListener::bind(rest)
+                        .await
+                        .map_err(|source| JobManagerError::Bind {
+                            address: rest,
+                            source,
+                        })?,
+                )
+            }
             None => None,
         };
         let rest_address = rest_listener.as_ref().and_then(|l| l.local_addr().ok());
@@ -302,7 +309,10 @@ impl JobManager {
             let _ = stop.send(());
             // Requests in progress finish; a client that keeps its connection idle is cut by
             // the idle timeout, so the wait is bounded.
-            if tokio::time::timeout(Duration::from_secs(5), task).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(5), task)
+                .await
+                .is_err()
+            {
                 tracing::debug!("the REST server did not stop within 5 s");
             }
         }

@@ -393,7 +393,10 @@ mod tests {
             flink_label("Source: Sequence Source -> Slow Pair"),
             "Source:_Sequence_Source____Slow_Pair"
         );
-        assert_eq!(flink_label("localhost:36373-0169d4"), "localhost:36373_0169d4");
+        assert_eq!(
+            flink_label("localhost:36373-0169d4"),
+            "localhost:36373_0169d4"
+        );
     }
 
     #[test]
@@ -448,11 +451,23 @@ mod tests {
         );
         TaskIo::add(&io.records_out, 41);
         TaskIo::add(&io.records_out, 1);
-        let text = metrics.scrape(TaskManagerTotals { blob_fetches: 2, ..TaskManagerTotals::default() });
-        assert!(text.contains("flink_taskmanager_job_task_numRecordsOut{") && text.contains("subtask_index=\"3\""), "{text}");
+        let text = metrics.scrape(TaskManagerTotals {
+            blob_fetches: 2,
+            ..TaskManagerTotals::default()
+        });
+        assert!(
+            text.contains("flink_taskmanager_job_task_numRecordsOut{")
+                && text.contains("subtask_index=\"3\""),
+            "{text}"
+        );
         assert!(text.contains("} 42\n"), "{text}");
-        assert!(text.contains("conflux_taskmanager_blob_fetches_total 2"), "{text}");
+        assert!(
+            text.contains("conflux_taskmanager_blob_fetches_total 2"),
+            "{text}"
+        );
         metrics.job_ended(job);
-        assert!(!metrics.scrape(TaskManagerTotals::default()).contains("numRecordsOut{"));
+        assert!(!metrics
+            .scrape(TaskManagerTotals::default())
+            .contains("numRecordsOut{"));
     }
 }

@@ -28,10 +28,10 @@ use crate::config::TaskManagerConfig;
 use crate::connection::{
     connect, decode, encode, next_frame, write_prioritized, FaultInjector, FramedStream, RpcError,
 };
+use crate::metrics::TaskManagerMetrics;
 use crate::protocol::{
     Hello, Role, TaskManagerRegistration, TaskManagerStats, ToJobManager, ToTaskManager, Welcome,
 };
-use crate::metrics::TaskManagerMetrics;
 use crate::rss::peak_rss_bytes;
 use crate::shuffle::partitions::ResultPartitionManager;
 use crate::shuffle::quota::DiskQuota;

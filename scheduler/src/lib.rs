@@ -38,5 +38,5 @@ pub use api::{
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 pub use scheduler::Scheduler;
-pub use transitions::{StateTransition, TaskManagerSlots};
 pub use speculative::{SpeculativeExecutionOptions, SpeculativeOptionsError, SpeculativeStats};
+pub use transitions::{StateTransition, TaskManagerSlots};

@@ -21,7 +21,6 @@ use conflux_graph::{
     IntermediateResultPartitionId, PartitionIndex, PipelinedRegionIndex, PipelinedRegions,
 };
 
-use crate::transitions::StateTransition;
 use crate::adaptive::AdaptiveState;
 use crate::api::{Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError};
 use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
@@ -30,6 +29,7 @@ use crate::scheduling_strategy::topology::SchedulingTopology;
 use crate::slot_pool::{SlotPool, NO_REQUEST};
 use crate::speculative::SpeculativeState;
 use crate::trace::TraceDigest;
+use crate::transitions::StateTransition;
 
 /// The scheduler of one job: Flink's `DefaultScheduler` with `PipelinedRegionSchedulingStrategy`,
 /// `RestartPipelinedRegionFailoverStrategy` and `RegionPartitionGroupReleaseStrategy`, as a

@@ -42,7 +42,9 @@ pub fn same_shape(ours: &Value, flink: &Value, path: &str) -> Result<(), String>
             let missing: Vec<&String> = b.keys().filter(|k| !a.contains_key(*k)).collect();
             let extra: Vec<&String> = a.keys().filter(|k| !b.contains_key(*k)).collect();
             if !missing.is_empty() || !extra.is_empty() {
-                return Err(format!("{path}: missing keys {missing:?}, extra keys {extra:?}"));
+                return Err(format!(
+                    "{path}: missing keys {missing:?}, extra keys {extra:?}"
+                ));
             }
             for (k, v) in a {
                 same_shape(v, &b[k], &format!("{path}.{k}"))?;
@@ -55,13 +57,15 @@ pub fn same_shape(ours: &Value, flink: &Value, path: &str) -> Result<(), String>
                     return Err(format!("{path}: Flink's array is empty, ours is not"));
                 }
                 let mut first_error = None;
-                let matched = b.iter().any(|f| match same_shape(element, f, &format!("{path}[{i}]")) {
-                    Ok(()) => true,
-                    Err(e) => {
-                        first_error.get_or_insert(e);
-                        false
-                    }
-                });
+                let matched =
+                    b.iter()
+                        .any(|f| match same_shape(element, f, &format!("{path}[{i}]")) {
+                            Ok(()) => true,
+                            Err(e) => {
+                                first_error.get_or_insert(e);
+                                false
+                            }
+                        });
                 if !matched {
                     return Err(first_error.unwrap_or_default());
                 }
@@ -69,7 +73,11 @@ pub fn same_shape(ours: &Value, flink: &Value, path: &str) -> Result<(), String>
             Ok(())
         }
         _ if kind(ours) == kind(flink) => Ok(()),
-        _ => Err(format!("{path}: ours is {} ({ours}), Flink's {} ({flink})", kind(ours), kind(flink))),
+        _ => Err(format!(
+            "{path}: ours is {} ({ours}), Flink's {} ({flink})",
+            kind(ours),
+            kind(flink)
+        )),
     }
 }
 
@@ -95,14 +103,39 @@ pub fn assert_shape_of(ours: &Value, flink: &Value, what: &str) {
 #[test]
 #[allow(clippy::unwrap_used)]
 fn the_comparison_catches_missing_extra_and_mistyped_keys() {
-    let flink: Value = serde_json::json!({"a": 1, "b": {"c": 1.5, "d": [ {"x": "s"}, {"x": "s", "y": true} ]}});
-    assert!(same_shape(&serde_json::json!({"a": 2, "b": {"c": 2.0, "d": [{"x": "t", "y": false}]}}), &flink, "$").is_ok());
-    let missing = same_shape(&serde_json::json!({"a": 2, "b": {"d": []}}), &flink, "$").unwrap_err();
+    let flink: Value =
+        serde_json::json!({"a": 1, "b": {"c": 1.5, "d": [ {"x": "s"}, {"x": "s", "y": true} ]}});
+    assert!(same_shape(
+        &serde_json::json!({"a": 2, "b": {"c": 2.0, "d": [{"x": "t", "y": false}]}}),
+        &flink,
+        "$"
+    )
+    .is_ok());
+    let missing =
+        same_shape(&serde_json::json!({"a": 2, "b": {"d": []}}), &flink, "$").unwrap_err();
     assert!(missing.contains("$.b: missing keys [\"c\"]"), "{missing}");
-    let extra = same_shape(&serde_json::json!({"a": 2, "z": 0, "b": {"c": 1.0, "d": []}}), &flink, "$").unwrap_err();
+    let extra = same_shape(
+        &serde_json::json!({"a": 2, "z": 0, "b": {"c": 1.0, "d": []}}),
+        &flink,
+        "$",
+    )
+    .unwrap_err();
     assert!(extra.contains("extra keys [\"z\"]"), "{extra}");
-    let int_for_float = same_shape(&serde_json::json!({"a": 2, "b": {"c": 2, "d": []}}), &flink, "$").unwrap_err();
-    assert!(int_for_float.contains("$.b.c: ours is integer"), "{int_for_float}");
-    let bad_element = same_shape(&serde_json::json!({"a": 2, "b": {"c": 2.0, "d": [{"x": 1}]}}), &flink, "$").unwrap_err();
+    let int_for_float = same_shape(
+        &serde_json::json!({"a": 2, "b": {"c": 2, "d": []}}),
+        &flink,
+        "$",
+    )
+    .unwrap_err();
+    assert!(
+        int_for_float.contains("$.b.c: ours is integer"),
+        "{int_for_float}"
+    );
+    let bad_element = same_shape(
+        &serde_json::json!({"a": 2, "b": {"c": 2.0, "d": [{"x": 1}]}}),
+        &flink,
+        "$",
+    )
+    .unwrap_err();
     assert!(bad_element.contains("$.b.d[0].x"), "{bad_element}");
 }

@@ -222,7 +222,10 @@ pub struct JobExecutionResult {
     /// `IN_PROGRESS` until the job ends, then `COMPLETED`.
     pub status: QueueStatus,
     /// The result once the job ended.
-    #[serde(rename = "job-execution-result", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "job-execution-result",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub job_execution_result: Option<ExecutionResult>,
 }
 

@@ -235,7 +235,16 @@ mod tests {
         let stats = Statistics::of(&mut [21800, 21637]);
         assert_eq!(
             stats,
-            Statistics { min: 21637, max: 21800, avg: 21718, sum: 43437, median: 21718, p25: 21637, p75: 21800, p95: 21800 }
+            Statistics {
+                min: 21637,
+                max: 21800,
+                avg: 21718,
+                sum: 43437,
+                median: 21718,
+                p25: 21637,
+                p75: 21800,
+                p95: 21800
+            }
         );
         let idle = Statistics::of(&mut [0, 2]);
         assert_eq!((idle.avg, idle.median, idle.p25, idle.p75), (1, 1, 0, 2));

@@ -51,7 +51,10 @@ fn call(method: reqwest::Method, url: &str) -> Answer {
 fn get(server: &Server, path: &str) -> Answer {
     let answer = call(reqwest::Method::GET, &server.url(path));
     assert_eq!(answer.status, 200, "GET {path}: {}", answer.body);
-    assert_eq!(answer.headers["content-type"], "application/json; charset=UTF-8");
+    assert_eq!(
+        answer.headers["content-type"],
+        "application/json; charset=UTF-8"
+    );
     assert_eq!(answer.headers["access-control-allow-origin"], "*");
     answer
 }
@@ -69,11 +72,28 @@ fn every_answer_has_flinks_keys_and_types() {
         assert_shape(&get(&server, &p("/config")).json(), "config.json");
         assert_shape(&get(&server, &p("/overview")).json(), "overview.json");
         assert_shape(&get(&server, &p("/jobs")).json(), "jobs.json");
-        assert_shape(&get(&server, &p("/jobs/overview")).json(), "jobs_overview.json");
-        assert_shape(&get(&server, &p("/taskmanagers")).json(), "taskmanagers.json");
-        assert_shape(&get(&server, &p("/taskmanagers/tm0")).json(), "taskmanager_detail_busy.json");
-        assert_shape(&get(&server, &p("/jobmanager/config")).json(), "jobmanager_config.json");
-        for (id, k) in [(RUNNING, "RUN"), (FINISHED, "FIN"), (FAILED, "FAILED"), (CANCELED, "CANCELED")] {
+        assert_shape(
+            &get(&server, &p("/jobs/overview")).json(),
+            "jobs_overview.json",
+        );
+        assert_shape(
+            &get(&server, &p("/taskmanagers")).json(),
+            "taskmanagers.json",
+        );
+        assert_shape(
+            &get(&server, &p("/taskmanagers/tm0")).json(),
+            "taskmanager_detail_busy.json",
+        );
+        assert_shape(
+            &get(&server, &p("/jobmanager/config")).json(),
+            "jobmanager_config.json",
+        );
+        for (id, k) in [
+            (RUNNING, "RUN"),
+            (FINISHED, "FIN"),
+            (FAILED, "FAILED"),
+            (CANCELED, "CANCELED"),
+        ] {
             assert_shape_of(
                 &get(&server, &p(&format!("/jobs/{id}"))).json(),
                 &job_fixture(k),
@@ -89,7 +109,10 @@ fn every_answer_has_flinks_keys_and_types() {
             );
         }
         for (id, k) in [(RUNNING, "RUN"), (FINISHED, "FIN")] {
-            assert_shape(&get(&server, &p(&format!("/jobs/{id}/plan"))).json(), &format!("plan_{k}.json"));
+            assert_shape(
+                &get(&server, &p(&format!("/jobs/{id}/plan"))).json(),
+                &format!("plan_{k}.json"),
+            );
             let job = get(&server, &p(&format!("/jobs/{id}"))).json();
             for vertex in job["vertices"].as_array().unwrap() {
                 let vid = vertex["id"].as_str().unwrap();
@@ -98,7 +121,11 @@ fn every_answer_has_flinks_keys_and_types() {
                     &format!("v_{k}_cbc357ccb763df2852fee8c4fc7d55f2.json"),
                 );
                 assert_shape(
-                    &get(&server, &p(&format!("/jobs/{id}/vertices/{vid}/subtasktimes"))).json(),
+                    &get(
+                        &server,
+                        &p(&format!("/jobs/{id}/vertices/{vid}/subtasktimes")),
+                    )
+                    .json(),
                     &format!("st_{k}_cbc357ccb763df2852fee8c4fc7d55f2.json"),
                 );
             }
@@ -111,13 +138,29 @@ fn values_follow_flinks_rules() {
     let server = Server::start(FakeBackend::four_jobs());
     let overview = get(&server, "/overview").json();
     assert_eq!(overview["taskmanagers"], 1);
-    assert_eq!((overview["slots-total"].as_i64(), overview["slots-available"].as_i64()), (Some(4), Some(2)));
     assert_eq!(
-        [&overview["jobs-running"], &overview["jobs-finished"], &overview["jobs-failed"], &overview["jobs-cancelled"]],
+        (
+            overview["slots-total"].as_i64(),
+            overview["slots-available"].as_i64()
+        ),
+        (Some(4), Some(2))
+    );
+    assert_eq!(
+        [
+            &overview["jobs-running"],
+            &overview["jobs-finished"],
+            &overview["jobs-failed"],
+            &overview["jobs-cancelled"]
+        ],
         [1, 1, 1, 1]
     );
     let jobs = get(&server, "/jobs/overview").json();
-    let states: Vec<&str> = jobs["jobs"].as_array().unwrap().iter().map(|j| j["state"].as_str().unwrap()).collect();
+    let states: Vec<&str> = jobs["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["state"].as_str().unwrap())
+        .collect();
     assert_eq!(states, ["RUNNING", "FINISHED", "FAILED", "CANCELED"]);
     let running = &jobs["jobs"][0];
     assert_eq!(running["end-time"], -1);
@@ -143,7 +186,10 @@ fn values_follow_flinks_rules() {
     assert_eq!(timestamps["FAILED"], 0);
 
     let running_job = get(&server, &format!("/jobs/{RUNNING}")).json();
-    assert_eq!(running_job["vertices"][0]["metrics"]["write-records-complete"], false);
+    assert_eq!(
+        running_job["vertices"][0]["metrics"]["write-records-complete"],
+        false
+    );
     assert_eq!(running_job["vertices"][0]["end-time"], -1);
 
     let vid = source["id"].as_str().unwrap();
@@ -156,21 +202,40 @@ fn values_follow_flinks_rules() {
     assert_eq!(subtask["status-duration"]["RUNNING"], 5_000 - 130);
     assert_eq!(vertex["aggregated"]["metrics"]["read-bytes"]["sum"], 100);
     assert_eq!(vertex["aggregated"]["metrics"]["read-bytes"]["max"], 100);
-    let times = get(&server, &format!("/jobs/{FINISHED}/vertices/{vid}/subtasktimes")).json();
+    let times = get(
+        &server,
+        &format!("/jobs/{FINISHED}/vertices/{vid}/subtasktimes"),
+    )
+    .json();
     assert_eq!(times["subtasks"][0]["duration"], 5_000 - 110);
-    assert_eq!(times["subtasks"][0]["timestamps"]["DEPLOYING"], crate::fake::T0 + 120);
+    assert_eq!(
+        times["subtasks"][0]["timestamps"]["DEPLOYING"],
+        crate::fake::T0 + 120
+    );
 
     let result = get(&server, &format!("/jobs/{FAILED}/execution-result")).json();
-    assert_eq!(result["job-execution-result"]["application-status"], "FAILED");
+    assert_eq!(
+        result["job-execution-result"]["application-status"],
+        "FAILED"
+    );
     let cause = &result["job-execution-result"]["failure-cause"];
     assert_eq!(cause["class"], "conflux.JobFailure");
-    assert!(cause["stack-trace"].as_str().unwrap().contains("restarts exhausted"));
+    assert!(cause["stack-trace"]
+        .as_str()
+        .unwrap()
+        .contains("restarts exhausted"));
     let exceptions = get(&server, &format!("/jobs/{FAILED}/exceptions")).json();
-    assert_eq!(exceptions["exceptionHistory"]["entries"][0]["exceptionName"], "conflux.JobFailure");
+    assert_eq!(
+        exceptions["exceptionHistory"]["entries"][0]["exceptionName"],
+        "conflux.JobFailure"
+    );
     let concurrent = &exceptions["exceptionHistory"]["entries"][0]["concurrentExceptions"][0];
     assert_eq!(concurrent["taskName"], "Source (2/2) - execution #0");
     assert_eq!(exceptions["all-exceptions"][0]["task"], "Source (2/2)");
-    assert_eq!(get(&server, &format!("/jobs/{RUNNING}/execution-result")).json()["status"]["id"], "IN_PROGRESS");
+    assert_eq!(
+        get(&server, &format!("/jobs/{RUNNING}/execution-result")).json()["status"]["id"],
+        "IN_PROGRESS"
+    );
 }
 
 #[test]
@@ -182,10 +247,19 @@ fn errors_are_flinks() {
         bad.json()["errors"][0],
         "Bad request, could not parse parameters: Cannot resolve path parameter (jobid) from value \"zzz\"."
     );
-    let unknown = call(reqwest::Method::GET, &server.url("/v1/jobs/ffffffffffffffffffffffffffffffff"));
+    let unknown = call(
+        reqwest::Method::GET,
+        &server.url("/v1/jobs/ffffffffffffffffffffffffffffffff"),
+    );
     assert_eq!(unknown.status, 404);
-    assert_eq!(unknown.json()["errors"][0], "Job ffffffffffffffffffffffffffffffff not found");
-    let vertex = call(reqwest::Method::GET, &server.url(&format!("/jobs/{RUNNING}/vertices/{RUNNING}")));
+    assert_eq!(
+        unknown.json()["errors"][0],
+        "Job ffffffffffffffffffffffffffffffff not found"
+    );
+    let vertex = call(
+        reqwest::Method::GET,
+        &server.url(&format!("/jobs/{RUNNING}/vertices/{RUNNING}")),
+    );
     assert_eq!(vertex.status, 404, "{}", vertex.body);
     let path = call(reqwest::Method::GET, &server.url("/nothing/here"));
     assert_eq!(path.status, 404);
@@ -193,13 +267,28 @@ fn errors_are_flinks() {
     let method = call(reqwest::Method::POST, &server.url("/overview"));
     assert_eq!(method.status, 405);
     assert_eq!(method.headers["allow"], "GET,HEAD");
-    assert!(method.json()["errors"][0].as_str().unwrap().contains("/overview"));
-    let cancel_unknown = call(reqwest::Method::PATCH, &server.url("/jobs/ffffffffffffffffffffffffffffffff?mode=cancel"));
+    assert!(method.json()["errors"][0]
+        .as_str()
+        .unwrap()
+        .contains("/overview"));
+    let cancel_unknown = call(
+        reqwest::Method::PATCH,
+        &server.url("/jobs/ffffffffffffffffffffffffffffffff?mode=cancel"),
+    );
     assert_eq!(cancel_unknown.status, 404);
-    assert_eq!(cancel_unknown.json()["errors"][0], "Job could not be found.");
-    let finished = call(reqwest::Method::PATCH, &server.url(&format!("/jobs/{FINISHED}?mode=cancel")));
+    assert_eq!(
+        cancel_unknown.json()["errors"][0],
+        "Job could not be found."
+    );
+    let finished = call(
+        reqwest::Method::PATCH,
+        &server.url(&format!("/jobs/{FINISHED}?mode=cancel")),
+    );
     assert_eq!(finished.status, 409, "{}", finished.body);
-    let stop = call(reqwest::Method::PATCH, &server.url(&format!("/jobs/{RUNNING}?mode=stop")));
+    let stop = call(
+        reqwest::Method::PATCH,
+        &server.url(&format!("/jobs/{RUNNING}?mode=stop")),
+    );
     assert_eq!(stop.status, 400);
 }
 
@@ -207,10 +296,16 @@ fn errors_are_flinks() {
 fn cancel_answers_202_and_the_job_shows_cancelling() {
     let backend = FakeBackend::four_jobs();
     let server = Server::start(Arc::clone(&backend) as Arc<dyn conflux_rest::RestBackend>);
-    let answer = call(reqwest::Method::PATCH, &server.url(&format!("/v1/jobs/{RUNNING}?mode=cancel")));
+    let answer = call(
+        reqwest::Method::PATCH,
+        &server.url(&format!("/v1/jobs/{RUNNING}?mode=cancel")),
+    );
     assert_eq!(answer.status, 202);
     assert_eq!(answer.body, "{}");
-    assert_eq!(get(&server, &format!("/jobs/{RUNNING}")).json()["state"], "CANCELLING");
+    assert_eq!(
+        get(&server, &format!("/jobs/{RUNNING}")).json()["state"],
+        "CANCELLING"
+    );
 }
 
 #[test]
@@ -219,16 +314,32 @@ fn the_openapi_document_lists_every_endpoint_and_metrics_are_text() {
     let doc = get(&server, "/v1/openapi.json").json();
     let paths: Vec<&String> = doc["paths"].as_object().unwrap().keys().collect();
     for path in [
-        "/v1/config", "/v1/overview", "/v1/jobs", "/v1/jobs/overview", "/v1/jobs/{jobid}",
-        "/v1/jobs/{jobid}/plan", "/v1/jobs/{jobid}/exceptions", "/v1/jobs/{jobid}/execution-result",
-        "/v1/jobs/{jobid}/vertices/{vertexid}", "/v1/jobs/{jobid}/vertices/{vertexid}/subtasktimes",
-        "/v1/taskmanagers", "/v1/taskmanagers/{taskmanagerid}", "/v1/jobmanager/config", "/metrics",
+        "/v1/config",
+        "/v1/overview",
+        "/v1/jobs",
+        "/v1/jobs/overview",
+        "/v1/jobs/{jobid}",
+        "/v1/jobs/{jobid}/plan",
+        "/v1/jobs/{jobid}/exceptions",
+        "/v1/jobs/{jobid}/execution-result",
+        "/v1/jobs/{jobid}/vertices/{vertexid}",
+        "/v1/jobs/{jobid}/vertices/{vertexid}/subtasktimes",
+        "/v1/taskmanagers",
+        "/v1/taskmanagers/{taskmanagerid}",
+        "/v1/jobmanager/config",
+        "/metrics",
     ] {
-        assert!(paths.iter().any(|p| *p == path), "{path} missing from {paths:?}");
+        assert!(
+            paths.iter().any(|p| *p == path),
+            "{path} missing from {paths:?}"
+        );
     }
     assert!(doc["paths"]["/v1/jobs/{jobid}"]["patch"].is_object());
     let metrics = call(reqwest::Method::GET, &server.url("/metrics"));
     assert_eq!(metrics.status, 200);
-    assert!(metrics.headers["content-type"].to_str().unwrap().starts_with("application/openmetrics-text"));
+    assert!(metrics.headers["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
     assert!(metrics.body.contains("flink_jobmanager_numRunningJobs"));
 }

@@ -58,7 +58,11 @@ pub(crate) fn two_vertex_job(id: u8, name: &str, job_type: JobType) -> Arc<JobVi
             ],
         },
     };
-    let view = Arc::new(JobView::new(info, JobSnapshot::submitted(T0, &[2, 2]), &[2, 2]));
+    let view = Arc::new(JobView::new(
+        info,
+        JobSnapshot::submitted(T0, &[2, 2]),
+        &[2, 2],
+    ));
     view.add_location(TM, DATA.parse().unwrap());
     view
 }
@@ -118,7 +122,9 @@ impl FakeBackend {
         let failed = two_vertex_job(3, "failing job", JobType::Streaming);
         let mut x = JobRecorder::new(Arc::clone(&failed));
         run_all(&mut x, T0 + 100);
-        x.vertex(0).unwrap().set_state(1, ExecutionState::Failed, 0, TM, T0 + 900);
+        x.vertex(0)
+            .unwrap()
+            .set_state(1, ExecutionState::Failed, 0, TM, T0 + 900);
         x.task_failed(0, 1, 0, TM, "boom at 500", T0 + 900);
         x.set_status(JobStatus::Failing, T0 + 901);
         for vertex in 0..2 {
@@ -159,7 +165,12 @@ impl FakeBackend {
 
 impl RestBackend for FakeBackend {
     fn jobs(&self) -> Vec<Arc<JobView>> {
-        self.jobs.lock().unwrap().iter().map(|(j, _)| Arc::clone(j)).collect()
+        self.jobs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(j, _)| Arc::clone(j))
+            .collect()
     }
 
     fn job(&self, id: JobId) -> Option<Arc<JobView>> {
@@ -193,7 +204,10 @@ impl RestBackend for FakeBackend {
     }
 
     fn configuration(&self) -> Vec<(String, String)> {
-        vec![("rest.port".into(), "8081".into()), ("jobmanager.rpc.port".into(), "6123".into())]
+        vec![
+            ("rest.port".into(), "8081".into()),
+            ("jobmanager.rpc.port".into(), "6123".into()),
+        ]
     }
 
     fn metrics(&self) -> String {

@@ -34,7 +34,15 @@ fn aggregates_equal_a_recount_after_every_change() {
             {
                 let mut update = recorder.vertex(vertex).unwrap();
                 if state == ExecutionState::Finished {
-                    update.finished_io(subtask, IoCounts { read_bytes: 1, write_bytes: 2, read_records: 3, write_records: 4 });
+                    update.finished_io(
+                        subtask,
+                        IoCounts {
+                            read_bytes: 1,
+                            write_bytes: 2,
+                            read_records: 3,
+                            write_records: 4,
+                        },
+                    );
                 }
                 update.set_state(subtask, state, attempt, TM, 1_000 + step);
             }
@@ -53,9 +61,20 @@ fn aggregates_equal_a_recount_after_every_change() {
                     }
                 }
                 let aggregate = &snapshot.vertices[v];
-                assert_eq!(aggregate.counts, counts, "seed {seed} step {step} vertex {v}");
-                assert_eq!((aggregate.io, aggregate.reported), (io, reported), "seed {seed} step {step}");
-                assert_eq!(aggregate.last_change_ms >= 1_000 || aggregate.last_change_ms == 0, true);
+                assert_eq!(
+                    aggregate.counts, counts,
+                    "seed {seed} step {step} vertex {v}"
+                );
+                assert_eq!(
+                    (aggregate.io, aggregate.reported),
+                    (io, reported),
+                    "seed {seed} step {step}"
+                );
+                assert!(
+                    aggregate.last_change_ms >= 1_000 || aggregate.last_change_ms == 0,
+                    "seed {seed} step {step}: last change at {} ms",
+                    aggregate.last_change_ms
+                );
             }
         }
     }

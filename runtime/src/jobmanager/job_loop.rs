@@ -409,9 +409,12 @@ impl JobRun<'_> {
                 let now = self.now_ms();
                 let call = CallTimer::start();
                 let result = self.scheduler.handle(now, event.clone());
-                call.record(&mut self.max_stall, &mut self.max_cpu, self.ctx.metrics, || {
-                    format!("{event:?}")
-                });
+                call.record(
+                    &mut self.max_stall,
+                    &mut self.max_cpu,
+                    self.ctx.metrics,
+                    || format!("{event:?}"),
+                );
                 match result {
                     Ok(mut commands) => {
                         self.finish_owed_work(&mut commands);
@@ -490,9 +493,12 @@ impl JobRun<'_> {
         while self.scheduler.has_pending_work() {
             let call = CallTimer::start();
             let result = self.scheduler.continue_work();
-            call.record(&mut self.max_stall, &mut self.max_cpu, self.ctx.metrics, || {
-                "continue_work".into()
-            });
+            call.record(
+                &mut self.max_stall,
+                &mut self.max_cpu,
+                self.ctx.metrics,
+                || "continue_work".into(),
+            );
             match result {
                 Ok(more) => commands.extend(more),
                 Err(e) => {

@@ -90,8 +90,14 @@ impl RestBackend for JobManagerRest {
     fn configuration(&self) -> Vec<(String, String)> {
         let c = &self.shared.config;
         let mut entries = vec![
-            ("jobmanager.rpc.address".to_owned(), c.address.ip().to_string()),
-            ("jobmanager.rpc.port".to_owned(), c.address.port().to_string()),
+            (
+                "jobmanager.rpc.address".to_owned(),
+                c.address.ip().to_string(),
+            ),
+            (
+                "jobmanager.rpc.port".to_owned(),
+                c.address.port().to_string(),
+            ),
             (
                 "heartbeat.interval".to_owned(),
                 format!("{} ms", c.heartbeat.interval_ms),
@@ -100,7 +106,10 @@ impl RestBackend for JobManagerRest {
                 "heartbeat.timeout".to_owned(),
                 format!("{} ms", c.heartbeat.timeout_ms),
             ),
-            ("pekko.ask.timeout".to_owned(), format!("{} ms", c.rpc.timeout_ms)),
+            (
+                "pekko.ask.timeout".to_owned(),
+                format!("{} ms", c.rpc.timeout_ms),
+            ),
             (
                 "jobmanager.execution.failover-strategy".to_owned(),
                 "region".to_owned(),
@@ -128,7 +137,10 @@ impl RestBackend for JobManagerRest {
             entries.push(("rest.port".to_owned(), rest.port().to_string()));
         }
         if let Some(blob) = self.shared.blob_server.upgrade() {
-            entries.push(("blob.server.port".to_owned(), blob.local_addr().port().to_string()));
+            entries.push((
+                "blob.server.port".to_owned(),
+                blob.local_addr().port().to_string(),
+            ));
         }
         entries
     }
@@ -138,7 +150,11 @@ impl RestBackend for JobManagerRest {
             let registry = self.shared.registry.lock();
             (
                 registry.alive.len() as u64,
-                registry.alive.values().map(|e| u64::from(e.slots)).sum::<u64>(),
+                registry
+                    .alive
+                    .values()
+                    .map(|e| u64::from(e.slots))
+                    .sum::<u64>(),
             )
         };
         let now = conflux_rest::now_ms();

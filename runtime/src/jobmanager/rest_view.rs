@@ -8,8 +8,7 @@ use conflux_blob_api::JobId;
 use conflux_graph::{DistributionPattern, ExecutionGraph, JobGraph, JobVertexIndex};
 use conflux_rest::body::{Plan, PlanInput, PlanNode};
 use conflux_rest::{
-    job_vertex_id, slot_sharing_group_id, HexId, JobInfo, JobSnapshot, JobType, JobView,
-    VertexInfo,
+    job_vertex_id, slot_sharing_group_id, HexId, JobInfo, JobSnapshot, JobType, JobView, VertexInfo,
 };
 
 /// A vertex's name as the REST API shows it: its name, else its id.
@@ -99,7 +98,10 @@ pub(crate) fn job_view(id: JobId, graph: &ExecutionGraph, now_ms: i64) -> Arc<Jo
             slot_sharing_group_id: slot_sharing_group_id(id, job.slot_sharing_group(j)),
         })
         .collect();
-    let parallelisms: Vec<u32> = job.vertex_indices().map(|j| graph.parallelism_of(j)).collect();
+    let parallelisms: Vec<u32> = job
+        .vertex_indices()
+        .map(|j| graph.parallelism_of(j))
+        .collect();
     let info = JobInfo {
         id,
         name: job.name().to_owned(),
@@ -155,9 +157,18 @@ pub(crate) fn ended_outside_the_loop(view: &Arc<JobView>, status: &str, reason: 
     }
     let now = conflux_rest::now_ms();
     let (job_status, task_state) = match status {
-        "FAILED" => (conflux_rest::JobStatus::Failed, conflux_rest::ExecutionState::Failed),
-        "FINISHED" => (conflux_rest::JobStatus::Finished, conflux_rest::ExecutionState::Finished),
-        _ => (conflux_rest::JobStatus::Canceled, conflux_rest::ExecutionState::Canceled),
+        "FAILED" => (
+            conflux_rest::JobStatus::Failed,
+            conflux_rest::ExecutionState::Failed,
+        ),
+        "FINISHED" => (
+            conflux_rest::JobStatus::Finished,
+            conflux_rest::ExecutionState::Finished,
+        ),
+        _ => (
+            conflux_rest::JobStatus::Canceled,
+            conflux_rest::ExecutionState::Canceled,
+        ),
     };
     if job_status == conflux_rest::JobStatus::Canceled {
         recorder.cancelling(now);

@@ -217,6 +217,9 @@ fn emit(
     Ok(())
 }
 
+/// Writes a source subtask's words into its partition (a file for a blocking one, the
+/// pipelined subpartitions otherwise), counting records and bytes into `io`.
+#[allow(clippy::too_many_arguments)] // the task's context, each borrowed by the blocking thread
 fn run_source(
     shared: &WordCountShared,
     partitions: &ResultPartitionManager,

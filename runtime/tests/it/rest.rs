@@ -109,10 +109,16 @@ async fn a_running_job_has_flinks_shapes_and_is_cancelled_over_rest() {
     let cluster = json(rest, "/v1/overview").await;
     assert_shape(&cluster, "overview.json");
     assert_eq!(
-        (cluster["taskmanagers"].as_u64(), cluster["slots-total"].as_u64()),
+        (
+            cluster["taskmanagers"].as_u64(),
+            cluster["slots-total"].as_u64()
+        ),
         (Some(2), Some(4))
     );
-    assert_eq!(cluster["slots-available"], 2, "2 shared slots in use: {cluster}");
+    assert_eq!(
+        cluster["slots-available"], 2,
+        "2 shared slots in use: {cluster}"
+    );
     assert_eq!(cluster["jobs-running"], 1);
     assert_shape(&json(rest, "/jobs").await, "jobs.json");
     let details = json(rest, &format!("/jobs/{job}")).await;
@@ -120,17 +126,34 @@ async fn a_running_job_has_flinks_shapes_and_is_cancelled_over_rest() {
     assert_eq!(details["job-type"], "STREAMING");
     assert_eq!(details["status-counts"]["RUNNING"], 2);
     assert_eq!(details["vertices"][0]["tasks"]["RUNNING"], 2);
-    assert_shape(&json(rest, &format!("/jobs/{job}/plan")).await, "plan_RUN.json");
-    assert_shape(&json(rest, &format!("/jobs/{job}/exceptions")).await, "exceptions_RUN.json");
-    assert_shape(&json(rest, &format!("/jobs/{job}/execution-result")).await, "result_RUN.json");
+    assert_shape(
+        &json(rest, &format!("/jobs/{job}/plan")).await,
+        "plan_RUN.json",
+    );
+    assert_shape(
+        &json(rest, &format!("/jobs/{job}/exceptions")).await,
+        "exceptions_RUN.json",
+    );
+    assert_shape(
+        &json(rest, &format!("/jobs/{job}/execution-result")).await,
+        "result_RUN.json",
+    );
     for vertex in details["vertices"].as_array().unwrap() {
         let v = vertex["id"].as_str().unwrap();
         let detail = json(rest, &format!("/jobs/{job}/vertices/{v}")).await;
         assert_shape(&detail, "v_RUN_cbc357ccb763df2852fee8c4fc7d55f2.json");
-        assert!(detail["subtasks"][0]["taskmanager-id"].as_str().unwrap().starts_with("tm"));
+        assert!(detail["subtasks"][0]["taskmanager-id"]
+            .as_str()
+            .unwrap()
+            .starts_with("tm"));
         let times = json(rest, &format!("/jobs/{job}/vertices/{v}/subtasktimes")).await;
         assert_shape(&times, "st_RUN_cbc357ccb763df2852fee8c4fc7d55f2.json");
-        assert!(times["subtasks"][1]["timestamps"]["RUNNING"].as_i64().unwrap() > 0);
+        assert!(
+            times["subtasks"][1]["timestamps"]["RUNNING"]
+                .as_i64()
+                .unwrap()
+                > 0
+        );
     }
     let tms = json(rest, "/taskmanagers").await;
     assert_shape(&tms, "taskmanagers_busy.json");
@@ -142,25 +165,55 @@ async fn a_running_job_has_flinks_shapes_and_is_cancelled_over_rest() {
         .sum();
     assert_eq!(used, 2);
     let id = tms["taskmanagers"][0]["id"].as_str().unwrap().to_owned();
-    assert_shape(&json(rest, &format!("/taskmanagers/{id}")).await, "taskmanager_detail_busy.json");
+    assert_shape(
+        &json(rest, &format!("/taskmanagers/{id}")).await,
+        "taskmanager_detail_busy.json",
+    );
     let config = json(rest, "/jobmanager/config").await;
     assert_shape(&config, "jobmanager_config.json");
     assert!(config
         .as_array()
         .unwrap()
         .iter()
-        .any(|e| e["key"] == "rest.port" && e["value"] == rest.port().to_string()));
+        .any(|e| e["key"] == "rest.port"
+            && e["value"].as_str().and_then(|v| v.parse().ok()) == Some(rest.port())));
 
     let (_, first) = get(&format!("http://{rest}/metrics")).await;
-    assert_eq!(sample(&first, "flink_jobmanager_numRunningJobs", "host="), Some(1.0));
-    assert_eq!(sample(&first, "flink_jobmanager_numRegisteredTaskManagers", "host="), Some(2.0));
-    assert_eq!(sample(&first, "flink_jobmanager_taskSlotsTotal", "host="), Some(4.0));
-    let uptime = sample(&first, "flink_jobmanager_job_uptime", &format!("job_id=\"{job}\"")).unwrap();
+    assert_eq!(
+        sample(&first, "flink_jobmanager_numRunningJobs", "host="),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &first,
+            "flink_jobmanager_numRegisteredTaskManagers",
+            "host="
+        ),
+        Some(2.0)
+    );
+    assert_eq!(
+        sample(&first, "flink_jobmanager_taskSlotsTotal", "host="),
+        Some(4.0)
+    );
+    let uptime = sample(
+        &first,
+        "flink_jobmanager_job_uptime",
+        &format!("job_id=\"{job}\""),
+    )
+    .unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
     let (_, second) = get(&format!("http://{rest}/metrics")).await;
-    let later = sample(&second, "flink_jobmanager_job_uptime", &format!("job_id=\"{job}\"")).unwrap();
+    let later = sample(
+        &second,
+        "flink_jobmanager_job_uptime",
+        &format!("job_id=\"{job}\""),
+    )
+    .unwrap();
     assert!(later > uptime, "uptime {uptime} then {later}");
-    assert!(sum(&second, "conflux_jobmanager_descriptor_bytes_total") > 0.0 || second.contains("conflux_jobmanager_descriptor_bytes_total "));
+    assert!(
+        sum(&second, "conflux_jobmanager_descriptor_bytes_total") > 0.0
+            || second.contains("conflux_jobmanager_descriptor_bytes_total ")
+    );
 
     let cancel = reqwest::Client::new()
         .patch(format!("http://{rest}/jobs/{job}?mode=cancel"))
@@ -169,16 +222,28 @@ async fn a_running_job_has_flinks_shapes_and_is_cancelled_over_rest() {
         .unwrap();
     assert_eq!(cancel.status().as_u16(), 202);
     assert_eq!(cancel.text().await.unwrap(), "{}");
-    let cancelled = until(rest, &format!("/jobs/{job}"), "CANCELED", |j| j["state"] == "CANCELED").await;
+    let cancelled = until(rest, &format!("/jobs/{job}"), "CANCELED", |j| {
+        j["state"] == "CANCELED"
+    })
+    .await;
     assert_shape_of(&cancelled, &job_fixture("CANCELED"), "job_CANCELED.json");
     assert_eq!(cancelled["status-counts"]["CANCELED"], 2);
     assert!(cancelled["timestamps"]["CANCELLING"].as_i64().unwrap() > 0);
-    assert_shape(&json(rest, &format!("/jobs/{job}/exceptions")).await, "exceptions_CANCELED.json");
+    assert_shape(
+        &json(rest, &format!("/jobs/{job}/exceptions")).await,
+        "exceptions_CANCELED.json",
+    );
     let result = json(rest, &format!("/jobs/{job}/execution-result")).await;
     assert_shape(&result, "result_CANCELED.json");
-    assert_eq!(result["job-execution-result"]["application-status"], "CANCELED");
+    assert_eq!(
+        result["job-execution-result"]["application-status"],
+        "CANCELED"
+    );
     let (_, after) = get(&format!("http://{rest}/metrics")).await;
-    assert_eq!(sample(&after, "flink_jobmanager_numRunningJobs", "host="), Some(0.0));
+    assert_eq!(
+        sample(&after, "flink_jobmanager_numRunningJobs", "host="),
+        Some(0.0)
+    );
     assert!(!after.contains("flink_jobmanager_job_uptime{"), "{after}");
     jm.shutdown().await;
 }
@@ -211,21 +276,36 @@ async fn task_figures_move_as_a_word_count_runs() {
     let words = wc.words() as f64;
     let tm_metrics = format!("http://127.0.0.1:{metrics_port}/metrics");
     // The sources finish first (a blocking edge); their series stay until the job ends.
-    let (text, records_in) = within("the sources' records counted", Duration::from_secs(30), async {
-        loop {
-            let (status, text) = get(&tm_metrics).await;
-            assert_eq!(status, 200);
-            let records_in = sum(&text, "flink_taskmanager_job_task_numRecordsIn");
-            if sum(&text, "flink_taskmanager_job_task_numRecordsOut") == words && records_in > 0.0 {
-                return (text, records_in);
+    let (text, records_in) = within(
+        "the sources' records counted",
+        Duration::from_secs(30),
+        async {
+            loop {
+                let (status, text) = get(&tm_metrics).await;
+                assert_eq!(status, 200);
+                let records_in = sum(&text, "flink_taskmanager_job_task_numRecordsIn");
+                if sum(&text, "flink_taskmanager_job_task_numRecordsOut") == words
+                    && records_in > 0.0
+                {
+                    return (text, records_in);
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
+        },
+    )
     .await;
-    assert!(sum(&text, "flink_taskmanager_job_task_numBytesOut") > words, "{text}");
-    assert!(text.contains(&format!("job_id=\"{job}\"")) && text.contains("job_name=\"word_count\""), "{text}");
-    assert!(text.contains("subtask_index=\"1\"") && text.contains("tm_id=\"tm0\""), "{text}");
+    assert!(
+        sum(&text, "flink_taskmanager_job_task_numBytesOut") > words,
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("job_id=\"{job}\"")) && text.contains("job_name=\"word_count\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("subtask_index=\"1\"") && text.contains("tm_id=\"tm0\""),
+        "{text}"
+    );
     // While the counts run, what they read grows.
     within("more records read", Duration::from_secs(30), async {
         loop {
@@ -237,7 +317,9 @@ async fn task_figures_move_as_a_word_count_runs() {
         }
     })
     .await;
-    let report = within("the job's end", Duration::from_secs(60), jm.wait(job)).await.unwrap();
+    let report = within("the job's end", Duration::from_secs(60), jm.wait(job))
+        .await
+        .unwrap();
     assert_eq!(report.status, "FINISHED");
     let details = json(rest, &format!("/jobs/{job}")).await;
     let source = &details["vertices"][0];
@@ -249,7 +331,13 @@ async fn task_figures_move_as_a_word_count_runs() {
     assert_eq!(count["status"], "FINISHED");
     // The job ended: its tasks' series are gone.
     let (_, text) = get(&tm_metrics).await;
-    assert!(!text.contains("flink_taskmanager_job_task_numRecordsOut{"), "{text}");
-    assert!(sample(&text, "conflux_taskmanager_tasks_total", "").unwrap_or(0.0) >= 4.0, "{text}");
+    assert!(
+        !text.contains("flink_taskmanager_job_task_numRecordsOut{"),
+        "{text}"
+    );
+    assert!(
+        sample(&text, "conflux_taskmanager_tasks_total", "").unwrap_or(0.0) >= 4.0,
+        "{text}"
+    );
     jm.shutdown().await;
 }

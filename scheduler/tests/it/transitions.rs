@@ -8,8 +8,7 @@ use std::sync::Arc;
 use conflux_common::SplitMix64;
 use conflux_deploy::{ExecutionState, TaskManagerId, TaskManagerLocation};
 use conflux_graph::{
-    generate, ExecutionGraph, ExecutionVertexIndex, JobGraph, PipelinedRegions,
-    ResultPartitionType,
+    generate, ExecutionGraph, ExecutionVertexIndex, JobGraph, PipelinedRegions, ResultPartitionType,
 };
 use conflux_scheduler::{
     Event, FailureCause, RestartStrategy, Scheduler, SchedulerConfig, StateTransition,
@@ -34,7 +33,10 @@ fn scheduler(partition_type: ResultPartitionType) -> Scheduler {
 fn location(tm: u32) -> TaskManagerLocation {
     TaskManagerLocation {
         id: TaskManagerId(tm),
-        data_address: SocketAddr::from((Ipv4Addr::LOCALHOST, 1 + u16::try_from(tm).unwrap())),
+        data_address: SocketAddr::from((
+            Ipv4Addr::LOCALHOST,
+            1 + u16::try_from(tm).expect("a small TaskManager id"),
+        )),
     }
 }
 
@@ -49,13 +51,22 @@ fn call(s: &mut Scheduler, now: u64, event: Event) {
 
 /// Replays the log onto `mirror` and checks it against the scheduler's states, and each
 /// TaskManager's free slots against the slots its vertices hold.
-fn check(s: &mut Scheduler, mirror: &mut Vec<ExecutionState>, log: &mut Vec<StateTransition>, slots: &HashMap<u32, u32>) {
+fn check(
+    s: &mut Scheduler,
+    mirror: &mut [ExecutionState],
+    log: &mut Vec<StateTransition>,
+    slots: &HashMap<u32, u32>,
+) {
     s.take_transitions(log);
     for t in log.iter() {
         mirror[t.vertex.0 as usize] = t.state;
     }
     for (v, state) in mirror.iter().enumerate() {
-        assert_eq!(*state, s.state(ExecutionVertexIndex(v as u32)), "vertex {v}");
+        assert_eq!(
+            *state,
+            s.state(ExecutionVertexIndex(v as u32)),
+            "vertex {v}"
+        );
     }
     let mut held: HashMap<u32, HashSet<u32>> = HashMap::new();
     for v in 0..mirror.len() {
@@ -73,7 +84,14 @@ fn check(s: &mut Scheduler, mirror: &mut Vec<ExecutionState>, log: &mut Vec<Stat
 #[test]
 fn the_log_replays_to_the_schedulers_states_and_free_slots_are_counted() {
     for (seed, partition_type) in (0..40u64).map(|s| {
-        (s, if s % 2 == 0 { ResultPartitionType::Blocking } else { ResultPartitionType::PipelinedBounded })
+        (
+            s,
+            if s % 2 == 0 {
+                ResultPartitionType::Blocking
+            } else {
+                ResultPartitionType::PipelinedBounded
+            },
+        )
     }) {
         let mut s = scheduler(partition_type);
         s.record_transitions();
@@ -84,7 +102,14 @@ fn the_log_replays_to_the_schedulers_states_and_free_slots_are_counted() {
         let mut rng = SplitMix64::new(seed);
         let mut next_tm = 0u32;
         for _ in 0..2 {
-            call(&mut s, 0, Event::TaskManagerRegistered { location: location(next_tm), slots: 2 });
+            call(
+                &mut s,
+                0,
+                Event::TaskManagerRegistered {
+                    location: location(next_tm),
+                    slots: 2,
+                },
+            );
             slots.insert(next_tm, 2);
             next_tm += 1;
         }
@@ -102,7 +127,10 @@ fn the_log_replays_to_the_schedulers_states_and_free_slots_are_counted() {
                 (_, 1) => {
                     slots.insert(next_tm, 2);
                     next_tm += 1;
-                    Event::TaskManagerRegistered { location: location(next_tm - 1), slots: 2 }
+                    Event::TaskManagerRegistered {
+                        location: location(next_tm - 1),
+                        slots: 2,
+                    }
                 }
                 (ExecutionState::Deploying, _) => Event::TaskRunning(attempt),
                 (ExecutionState::Running, 2) => Event::TaskFailed(attempt, FailureCause::Task),
@@ -122,7 +150,14 @@ fn recording_changes_no_command() {
         if record {
             s.record_transitions();
         }
-        call(&mut s, 0, Event::TaskManagerRegistered { location: location(0), slots: 3 });
+        call(
+            &mut s,
+            0,
+            Event::TaskManagerRegistered {
+                location: location(0),
+                slots: 3,
+            },
+        );
         call(&mut s, 0, Event::Start);
         for v in 0..3 {
             let a = s.attempt(ExecutionVertexIndex(v));

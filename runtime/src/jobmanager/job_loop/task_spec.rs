@@ -75,7 +75,11 @@ pub(super) fn task_spec(
 
 /// The synthetic behaviour of an attempt: a duration drawn from the job's seed and the attempt,
 /// so that a run is reproducible whatever the order of messages.
-fn synthetic_task(options: &JobOptions, attempt: ExecutionAttemptId, subtask: u32) -> SyntheticTask {
+fn synthetic_task(
+    options: &JobOptions,
+    attempt: ExecutionAttemptId,
+    subtask: u32,
+) -> SyntheticTask {
     let salt = (u64::from(attempt.vertex) << 32) | u64::from(attempt.attempt);
     let mut rng = SplitMix64::new(options.seed ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let (lo, hi) = options.task_duration_ms;

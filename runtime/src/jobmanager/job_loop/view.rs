@@ -137,7 +137,11 @@ impl LoopView {
     }
 
     /// The job's status changed (with its failure's reason when it failed).
-    pub(super) fn job_status(&mut self, status: conflux_scheduler::JobStatus, reason: Option<&str>) {
+    pub(super) fn job_status(
+        &mut self,
+        status: conflux_scheduler::JobStatus,
+        reason: Option<&str>,
+    ) {
         let now = conflux_rest::now_ms();
         if status == conflux_scheduler::JobStatus::Failed {
             self.recorder
@@ -161,9 +165,7 @@ impl LoopView {
     /// about to wait, or the job ended), or the last one is older than [`PUBLISH_INTERVAL`].
     /// O(job vertices + TaskManagers).
     pub(super) fn publish(&mut self, scheduler: &Scheduler, force: bool) {
-        if !self.recorder.is_dirty()
-            || (!force && self.last_publish.elapsed() < PUBLISH_INTERVAL)
-        {
+        if !self.recorder.is_dirty() || (!force && self.last_publish.elapsed() < PUBLISH_INTERVAL) {
             return;
         }
         let slots_in_use = scheduler

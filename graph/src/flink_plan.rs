@@ -10,11 +10,12 @@
 //! takes Flink's default; parallelism `-1` (decided at run time by the adaptive batch
 //! scheduler) stays `-1`, undecided.
 //!
-//! Names: a vertex keeps the node's `description` verbatim (Flink's `JobVertex` pretty name or
-//! name: the chained operators, HTML-escaped, lines joined by `<br/>`) and gets as its name the
-//! node's `operator` when non-empty, else `contents` (older plan generators) when non-empty, else
-//! the description's first line (before the first `<br/>`, e.g. `[35]:Sort(orderBy=[revenue
-//! DESC])`, the head operator), also as Flink wrote it.
+//! Names: Flink writes a node's `description` (its `JobVertex` pretty name or name: the chained
+//! operators) for its dashboard, HTML-escaped with lines joined by `<br/>`; import decodes it
+//! once ([`decode_text`]: `<br/>` is a line break, `&gt;` is `>`, `&#92;` is `\`), so that every
+//! surface shows it as text. A vertex gets as its name the node's `operator` when non-empty,
+//! else `contents` (older plan generators) when non-empty, else the description's first line
+//! (e.g. `[35]:Sort(orderBy=[revenue DESC])`, the head operator), all decoded alike.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -211,13 +212,14 @@ fn read_node(position: usize, node: &Value) -> Result<FlinkNode, GraphError> {
             kind(other)
         ))),
     };
-    let description = text("description")?;
+    let description = text("description")?.map(|d| decode_text(&d));
     let non_empty = |s: Option<String>| s.filter(|s| !s.is_empty());
     let name = non_empty(text("operator")?)
         .or(non_empty(text("contents")?))
+        .map(|n| decode_text(&n))
         .or_else(|| {
             let d = description.as_deref()?;
-            let first = d.split_once("<br/>").map_or(d, |(first, _)| first);
+            let first = d.split_once('\n').map_or(d, |(first, _)| first);
             (!first.is_empty()).then(|| first.to_owned())
         });
     let parallelism = match node.get("parallelism") {
@@ -254,6 +256,15 @@ fn read_node(position: usize, node: &Value) -> Result<FlinkNode, GraphError> {
         parallelism,
         inputs,
     })
+}
+
+/// Undoes Flink's dashboard escaping of a name or description (`JsonPlanGenerator`): `<br/>`
+/// (how Flink writes a line break) becomes `\n`, then every HTML character reference
+/// (`&gt;`, `&#92;`, `&infin;`, ...) its character. Applied once, on import: the result is text,
+/// never decoded again (a literal `&gt;` in it stays). O(length).
+pub fn decode_text(escaped: &str) -> String {
+    let lines = escaped.replace("<br/>", "\n");
+    html_escape::decode_html_entities(&lines).into_owned()
 }
 
 /// What a JSON value is, for messages (the value itself may be large).
@@ -295,7 +306,8 @@ mod tests {
             {"id":"b","parallelism":1,"operator":"Map","description":"x"},
             {"id":"c","parallelism":1,"contents":"Old Map"},
             {"id":"d","parallelism":1,"operator":"","description":""},
-            {"id":"e","parallelism":1,"description":"a &gt; b"}]}"#;
+            {"id":"e","parallelism":1,"description":"a &gt; b &amp;&amp; c &lt;= &#92;n &#39;x&#39; &infin;<br/>+- next"},
+            {"id":"f","parallelism":1,"operator":"Map &amp;gt;"}]}"#;
         let json = import(plan.as_bytes()).unwrap();
         let got: Vec<(Option<&str>, Option<&str>)> = json
             .vertices
@@ -307,12 +319,17 @@ mod tests {
             [
                 (
                     Some("[35]:Sort(orderBy=[revenue DESC])"),
-                    Some("[35]:Sort(orderBy=[revenue DESC])<br/>+- tpch_q5[36]: Writer<br/>")
+                    Some("[35]:Sort(orderBy=[revenue DESC])\n+- tpch_q5[36]: Writer\n")
                 ),
                 (Some("Map"), Some("x")),
                 (Some("Old Map"), None),
                 (None, Some("")),
-                (Some("a &gt; b"), Some("a &gt; b")),
+                (
+                    Some("a > b && c <= \\n 'x' \u{221e}"),
+                    Some("a > b && c <= \\n 'x' \u{221e}\n+- next")
+                ),
+                // Decoded once: an escaped entity stays one.
+                (Some("Map &gt;"), None),
             ]
         );
         let bad = r#"{"nodes":[{"id":"a","parallelism":1,"description":7}]}"#;

@@ -25,6 +25,7 @@ pub mod dynamic;
 mod error;
 mod execution_graph;
 pub mod flink_plan;
+pub mod forward_group;
 pub mod generate;
 mod index_vec;
 mod job_graph;

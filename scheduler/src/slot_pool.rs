@@ -394,21 +394,12 @@ impl SlotPool {
         }
     }
 
-    /// Takes the lowest free slot (of a TaskManager that is not blocked) that `allowed` accepts,
-    /// for a speculative attempt; `None` when there is none. The slot is shared with nobody;
-    /// [`return_slot`](Self::return_slot) gives it back. O(free slots refused).
-    pub(crate) fn take_free_slot(
-        &mut self,
-        allowed: impl Fn(TaskManagerId) -> bool,
-    ) -> Option<AllocationId> {
-        let spread = self.spread;
-        let key = self
-            .free
-            .iter()
-            .find(|&&(a, b)| allowed(TaskManagerId(if spread { b } else { a })))
-            .copied()?;
-        self.free.remove(&key);
-        let (tm, slot) = if spread { (key.1, key.0) } else { key };
+    /// Takes the lowest free slot (of a TaskManager that is not blocked), for a speculative
+    /// attempt; `None` when there is none. The slot is shared with nobody;
+    /// [`return_slot`](Self::return_slot) gives it back. O(log free slots).
+    pub(crate) fn take_free_slot(&mut self) -> Option<AllocationId> {
+        let key = self.free.pop_first()?;
+        let (tm, slot) = if self.spread { (key.1, key.0) } else { key };
         Some(AllocationId {
             task_manager: TaskManagerId(tm),
             slot,

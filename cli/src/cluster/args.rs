@@ -46,10 +46,8 @@ pub(crate) struct SchedulerArgs {
     /// see the README's "Bounded handler calls").
     #[arg(long, default_value_t = conflux_runtime::config::DEFAULT_RUNTIME_WORK_BUDGET, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) scheduler_work_budget: u32,
-    /// Restarts allowed before a job fails (exponential delay back-off, Flink 1.20 defaults;
-    /// default Flink's, 2^31 - 1).
-    #[arg(long, default_value_t = conflux_scheduler::FLINK_MAX_ATTEMPTS)]
-    pub(crate) restart_attempts: u32,
+    #[command(flatten)]
+    pub(crate) restart: crate::restart::RestartArgs,
     /// Spread slots over the TaskManagers instead of filling one after the other (Flink's
     /// `cluster.evenly-spread-out-slots`).
     #[arg(long)]
@@ -192,8 +190,8 @@ pub(crate) fn jobmanager_config(
     config.rpc.timeout_ms = rpc.rpc_timeout_ms;
     config.scheduler.work_budget = scheduler.scheduler_work_budget;
     config.scheduler.evenly_spread_out_slots = scheduler.evenly_spread_out_slots;
-    config.scheduler.restart =
-        conflux_scheduler::RestartStrategy::exponential_default(scheduler.restart_attempts);
+    config.scheduler.restart = scheduler.restart.strategy()?;
+    config.scheduler.seed = seed;
     config.rpc.faults = RpcFaults {
         delay_ms: rpc.rpc_delay_ms,
         drop_rate: rpc.rpc_drop_rate,

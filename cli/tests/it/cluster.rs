@@ -184,8 +184,9 @@ fn u64_at(report: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("{key} is not a count in {report}"))
 }
 
-/// A `conflux jobmanager` on `address` with 100 ms heartbeats lost after 500 ms; returns it and
-/// the address it listens on (parsed from "JobManager listening on ADDR").
+/// A `conflux jobmanager` on `address` with 100 ms heartbeats lost after 500 ms, restarting
+/// failed tasks with exponential delay (tests lose TaskManagers); returns it and the address it
+/// listens on (parsed from "JobManager listening on ADDR").
 fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
     let blobs = dir.join(format!("{name}-blobs"));
     let mut jm = Proc::start(
@@ -200,6 +201,8 @@ fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
             "100",
             "--heartbeat-timeout-ms",
             "500",
+            "--restart-strategy",
+            "exponential-delay",
         ],
         dir,
         false,
@@ -357,6 +360,8 @@ fn cluster_survives_a_killed_task_manager() {
             "4",
             "--kill-task-manager-after-ms",
             "300",
+            "--restart-strategy",
+            "exponential-delay",
             "--task-duration-ms",
             "500..800",
             "--heartbeat-interval-ms",
@@ -913,6 +918,8 @@ fn a_killed_task_manager_loses_its_partitions_and_the_output_is_still_right() {
             "4",
             "--kill-task-manager-after-ms",
             "1000",
+            "--restart-strategy",
+            "exponential-delay",
             "--sink-delay-us",
             "200000",
             "--heartbeat-interval-ms",

@@ -1001,6 +1001,83 @@ fn cluster_decides_an_undecided_word_count_from_measured_bytes() {
     assert_eq!(u64_at(data, "words"), 150_000, "{r}");
 }
 
+/// The cluster follows `run`'s scheduler rules: a forward group of undecided vertices (source 6
+/// -> map -1 -> FORWARD sink -1) decides 85 for both map and sink (an earlier Conflux decided
+/// the sink alone, 64); and without a restart strategy (Flink's default without checkpointing,
+/// none) a task that cannot write its partition (a data directory quota) fails the job at once,
+/// naming why (an earlier Conflux retried it forever, silently).
+#[test]
+fn cluster_decides_forward_groups_and_restarts_nothing_by_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("forward.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"job_type": "batch",
+            "vertices": [{"id": "source", "parallelism": 6}, {"id": "map", "parallelism": -1},
+                         {"id": "sink", "parallelism": -1}],
+            "edges": [
+                {"source": "source", "target": "map", "distribution_pattern": "all_to_all", "result_partition_type": "blocking"},
+                {"source": "map", "target": "sink", "distribution_pattern": "pointwise", "result_partition_type": "blocking", "ship_strategy": "FORWARD"}]})
+        .to_string(),
+    )
+    .expect("write");
+    let file = file.to_str().expect("utf-8 path");
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-forward",
+        &[
+            "cluster",
+            file,
+            "--task-duration-ms",
+            "0",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(90),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(
+        r["decided_parallelism"],
+        serde_json::json!({"map": 85, "sink": 85})
+    );
+
+    let file = word_count_with_data(dir.path(), 2, 2, 10_000);
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-quota",
+        &[
+            "cluster",
+            &file,
+            "--task-managers",
+            "1",
+            "--slots",
+            "4",
+            "--data-dir-max-bytes",
+            "1000",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(status.code(), Some(1), "{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(
+        (&r["status"], u64_at(&r, "restarts")),
+        (&Value::from("FAILED"), 0),
+        "{r}"
+    );
+    let reason = r["failure_reason"].as_str().expect("a reason");
+    assert!(
+        reason.starts_with(
+            "Recovery is suppressed by the restart strategy NoRestartBackoffTimeStrategy"
+        ),
+        "{reason}"
+    );
+    assert!(reason.contains("quota of 1000 bytes exceeded"), "{reason}");
+}
+
 /// Flink's adaptive word count plan on the cluster decides 64 counters from 1 GiB of synthetic
 /// bytes (as `run`), and the text report says so; `--default-parallelism` decides nothing.
 #[test]

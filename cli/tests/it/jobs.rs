@@ -678,6 +678,21 @@ fn simulate_replays_a_script_as_json() {
         "{r}"
     );
 
+    // With a restart strategy the replay follows it: `none` fails the job at that failure.
+    let out = conflux(&[
+        "simulate",
+        "fixtures/jobs/small/shared-data-set.json",
+        "--script",
+        script.to_str().expect("utf-8"),
+        "--restart-strategy",
+        "none",
+        "--format",
+        "json",
+    ]);
+    let r = json_of(&out);
+    assert_eq!(r["status"], "FAILED", "{r}");
+    assert!(!r.to_string().contains("restart"), "{r}");
+
     std::fs::write(&script, r#"{"events": [{"finish": "B#0"}]}"#).expect("write");
     let out = conflux(&[
         "simulate",

@@ -84,6 +84,17 @@ fn refusal_reasons() {
         },
         &["at least 1"],
     );
+    // agg -> sink is FORWARD: one parallelism for both (Flink refuses it when building the job).
+    refused(
+        Edit::SetParallelism {
+            vertex: "agg".into(),
+            parallelism: 3,
+        },
+        &[
+            "edge 2 (agg -> sink)",
+            "Forward partitioning does not allow change of parallelism",
+        ],
+    );
     refused(
         Edit::SetSlotSharingGroup {
             vertex: "sink".into(),
@@ -406,10 +417,10 @@ fn parallelism_edits_become_flink_overrides() {
          chain on edge 3 cannot be expressed: the option sets parallelism only"
     );
     assert_eq!(
-        flink_parallelism_overrides(&job(), &[set("map", 3), set("agg", 3)])
+        flink_parallelism_overrides(&job(), &[set("map", 3), set("src", 3)])
             .unwrap_err()
             .to_string(),
-        "emitting pipeline.jobvertex-parallelism-overrides refused: vertices 'map', 'agg' have \
+        "emitting pipeline.jobvertex-parallelism-overrides refused: vertices 'map', 'src' have \
          no Flink JobVertexID (32 hex digits); the option names vertices by it, so the plan \
          must be Flink's JSON plan or an edit of one"
     );

@@ -253,3 +253,29 @@ pub(crate) fn apply(
     }
     Ok(())
 }
+
+/// The positions (in `json.vertices`) of the vertices FORWARD edges join to the vertex at
+/// `position`, itself included, ascending: its forward group as written, before validation (for
+/// editing tools that change a group together). Edges naming unknown vertices are skipped;
+/// validation reports them. O(V + E).
+pub fn group_in_json(json: &crate::JobGraphJson, position: usize) -> Vec<usize> {
+    let by_id: std::collections::HashMap<&str, usize> = json
+        .vertices
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v.id.as_str(), i))
+        .collect();
+    let mut union = Union::new(json.vertices.len());
+    for e in &json.edges {
+        if !is_forward(e.ship_strategy.as_deref()) {
+            continue;
+        }
+        if let (Some(&a), Some(&b)) = (by_id.get(e.source.as_str()), by_id.get(e.target.as_str())) {
+            union.join(a, b);
+        }
+    }
+    let root = union.find(position);
+    (0..json.vertices.len())
+        .filter(|&v| union.find(v) == root)
+        .collect()
+}

@@ -84,16 +84,38 @@ fn refusal_reasons() {
         },
         &["at least 1"],
     );
-    // agg -> sink is FORWARD: one parallelism for both (Flink refuses it when building the job).
-    refused(
-        Edit::SetParallelism {
-            vertex: "agg".into(),
-            parallelism: 3,
-        },
-        &[
-            "edge 2 (agg -> sink)",
-            "Forward partitioning does not allow change of parallelism",
-        ],
+    // agg -> sink -> sink2 are FORWARD: one forward group, one parallelism (Flink refuses a
+    // change of parallelism across a FORWARD edge); the edit sets the whole group, and refuses
+    // a parallelism above a member's max parallelism, naming it.
+    let edited = Edit::SetParallelism {
+        vertex: "agg".into(),
+        parallelism: 3,
+    }
+    .apply(&job())
+    .expect("applies");
+    let parallelism = |id: &str| {
+        edited
+            .vertices
+            .iter()
+            .find(|v| v.id == id)
+            .map(|v| v.parallelism)
+    };
+    assert_eq!(
+        ["src", "map", "agg", "sink", "sink2"].map(parallelism),
+        [Some(4), Some(2), Some(3), Some(3), Some(3)]
+    );
+    let mut capped = job();
+    capped.vertices[4].max_parallelism = Some(2);
+    let e = Edit::SetParallelism {
+        vertex: "agg".into(),
+        parallelism: 3,
+    }
+    .apply(&capped)
+    .expect_err("above sink2's max");
+    assert!(
+        e.to_string()
+            .contains("parallelism 3 is above the max parallelism of 'sink2' in its forward group"),
+        "{e}"
     );
     refused(
         Edit::SetSlotSharingGroup {

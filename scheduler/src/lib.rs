@@ -20,6 +20,7 @@ mod continuation;
 mod failover_strategy;
 mod failure_handling;
 mod input_info_store;
+mod memory_estimate;
 mod partition_release;
 mod restart_backoff;
 mod scheduler;
@@ -34,6 +35,7 @@ pub use api::{
     Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError,
     DEFAULT_SLOT_REQUEST_TIMEOUT_MS, DEFAULT_WORK_BUDGET,
 };
+pub use memory_estimate::JobMemoryEstimate;
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 pub use scheduler::Scheduler;

@@ -184,7 +184,8 @@ impl TaskDeploymentDescriptorFactory {
             + size_of::<MaybeOffloaded>()
             + wire::HEADER_LEN
             + 9;
-        groups.saturating_mul(per_group as u64)
+        groups
+            .saturating_mul(per_group as u64)
             .saturating_add(descriptors.saturating_mul(DESCRIPTOR_BYTES_BOUND))
     }
 

@@ -89,8 +89,8 @@ impl ExpansionEstimate {
             + e * (size_of::<EdgeConnection>() + size_of::<JobEdgeIndex>()) as u64;
         // As `PipelinedRegions::heap_bytes`: region of each subtask, members, region offsets;
         // and the logical regions.
-        let regions_bytes = (2 * execution_vertices + max_regions + 1) * u32_bytes
-            + logical.heap_bytes() as u64;
+        let regions_bytes =
+            (2 * execution_vertices + max_regions + 1) * u32_bytes + logical.heap_bytes() as u64;
         ExpansionEstimate {
             job_vertices: v,
             execution_vertices,
@@ -140,12 +140,17 @@ mod tests {
 
     #[test]
     fn counts_are_those_of_the_built_graph() {
-        for t in [ResultPartitionType::Blocking, ResultPartitionType::Pipelined] {
+        for t in [
+            ResultPartitionType::Blocking,
+            ResultPartitionType::Pipelined,
+        ] {
             check(&JobGraph::from_json(&generate::word_count(100, t)).unwrap());
         }
-        let components =
-            crate::load::load(generate::components_json(1_000, 4).as_bytes(), &Default::default())
-                .unwrap();
+        let components = crate::load::load(
+            generate::components_json(1_000, 4).as_bytes(),
+            &Default::default(),
+        )
+        .unwrap();
         check(&components);
         let pointwise = r#"{"job_type": "batch", "vertices": [
             {"id": "a", "parallelism": 7}, {"id": "b", "parallelism": 3},
@@ -158,7 +163,11 @@ mod tests {
         let job = crate::load::load(pointwise.as_bytes(), &Default::default()).unwrap();
         let estimate = ExpansionEstimate::of(&job);
         assert_eq!(
-            (estimate.execution_vertices, estimate.partitions, estimate.groups),
+            (
+                estimate.execution_vertices,
+                estimate.partitions,
+                estimate.groups
+            ),
             (20, 10, 3 + 3)
         );
         // a: 7 regions; b and c pipelined pointwise: at most 3 + 10 (3 in fact).

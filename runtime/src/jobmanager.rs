@@ -80,8 +80,10 @@ pub enum JobManagerError {
         execution_vertices: u64,
     },
     /// Too many jobs wait already, or their graphs hold the memory budget.
-    #[error("the JobManager's queue is full ({jobs} jobs holding {bytes} bytes wait; at most \
-             {max_jobs} jobs and {max_bytes} bytes): submit again once some have run")]
+    #[error(
+        "the JobManager's queue is full ({jobs} jobs holding {bytes} bytes wait; at most \
+             {max_jobs} jobs and {max_bytes} bytes): submit again once some have run"
+    )]
     QueueFull {
         /// Jobs waiting.
         jobs: usize,

@@ -35,8 +35,8 @@ pub use api::{
     Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError,
     DEFAULT_SLOT_REQUEST_TIMEOUT_MS, DEFAULT_WORK_BUDGET,
 };
-pub use memory_estimate::JobMemoryEstimate;
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
+pub use memory_estimate::JobMemoryEstimate;
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 pub use scheduler::Scheduler;
 pub use speculative::{SpeculativeExecutionOptions, SpeculativeOptionsError, SpeculativeStats};

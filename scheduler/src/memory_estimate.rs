@@ -13,7 +13,9 @@
 
 use std::mem::size_of;
 
-use conflux_deploy::{AllocationId, ExecutionState, TaskDeploymentDescriptorFactory, TaskManagerLocation};
+use conflux_deploy::{
+    AllocationId, ExecutionState, TaskDeploymentDescriptorFactory, TaskManagerLocation,
+};
 use conflux_graph::{ExpansionEstimate, JobGraph, JobType, PipelinedRegionIndex};
 
 use crate::api::SchedulerConfig;
@@ -41,11 +43,7 @@ fn per_vertex(speculative: bool) -> u64 {
         + size_of::<Option<AllocationId>>()
         + size_of::<Option<TaskManagerLocation>>()
         + size_of::<u32>();
-    let speculation = if speculative {
-        2 * size_of::<u64>()
-    } else {
-        0
-    };
+    let speculation = if speculative { 2 * size_of::<u64>() } else { 0 };
     (base + speculation) as u64
 }
 
@@ -55,7 +53,7 @@ const PER_PARTITION: u64 = 3 * size_of::<bool>() as u64;
 /// Per consumed partition group: unfinished partitions and consumer regions, released, the
 /// strategy's round stamps and consumable flag, and the topology's cross-region flag and first
 /// producer region.
-const PER_GROUP: u64 = (4 * size_of::<u32>() + 2 * size_of::<bool>())  as u64
+const PER_GROUP: u64 = (4 * size_of::<u32>() + 2 * size_of::<bool>()) as u64
     + (size_of::<bool>() + size_of::<PipelinedRegionIndex>()) as u64;
 
 /// Per region: scheduled, unfinished members, chosen, missing slots, request epoch, a source

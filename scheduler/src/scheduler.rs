@@ -406,7 +406,8 @@ impl Scheduler {
             }
             Event::TaskFailed(a, FailureCause::NonRecoverable)
                 if self.status == JobStatus::Running
-                    && ((self.is_current(a) && !self.state[ExecutionVertexIndex(a.vertex)].is_terminal())
+                    && ((self.is_current(a)
+                        && !self.state[ExecutionVertexIndex(a.vertex)].is_terminal())
                         || self.is_speculative_attempt(a)) =>
             {
                 self.non_recoverable_failure(a);

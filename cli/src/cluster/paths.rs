@@ -30,10 +30,7 @@ impl clap::builder::TypedValueParser for Utf8Path {
                 let flag = arg
                     .and_then(clap::Arg::get_long)
                     .map_or_else(|| "a path".to_owned(), |long| format!("--{long}"));
-                let message = format!(
-                    "{flag} {}: {NOT_UTF8}\n",
-                    Path::new(value).display()
-                );
+                let message = format!("{flag} {}: {NOT_UTF8}\n", Path::new(value).display());
                 Err(clap::Error::raw(ErrorKind::InvalidUtf8, message).with_cmd(cmd))
             }
         }
@@ -50,7 +47,10 @@ pub(crate) fn check_utf8(path: &Path, what: &str) -> Result<(), Failure> {
     if path.to_str().is_some() {
         Ok(())
     } else {
-        Err(Failure::input(anyhow!("{what} {}: {NOT_UTF8}", path.display())))
+        Err(Failure::input(anyhow!(
+            "{what} {}: {NOT_UTF8}",
+            path.display()
+        )))
     }
 }
 
@@ -84,7 +84,10 @@ mod tests {
         let e = Utf8Path.parse_ref(&cmd, Some(&arg), bad).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidUtf8);
         let text = e.to_string();
-        assert!(text.contains("--output-dir /tmp/o\u{fffd}: the path is not valid UTF-8"), "{text}");
+        assert!(
+            text.contains("--output-dir /tmp/o\u{fffd}: the path is not valid UTF-8"),
+            "{text}"
+        );
         let good = Utf8Path
             .parse_ref(&cmd, Some(&arg), OsStr::new("/tmp/ö"))
             .unwrap();

@@ -566,10 +566,7 @@ impl JobRun<'_> {
                     attempt = attempt.attempt,
                     "{cause}: the task fails"
                 );
-                self.last_failure = Some(format!(
-                    "{}: {cause}",
-                    self.vertex_name(attempt)
-                ));
+                self.last_failure = Some(format!("{}: {cause}", self.vertex_name(attempt)));
                 self.push(Event::TaskFailed(attempt, FailureCause::Task));
             }
             self.pump(task_manager);
@@ -579,8 +576,12 @@ impl JobRun<'_> {
     /// Sends what `task_manager`'s submission window has room for.
     fn pump(&mut self, task_manager: TaskManagerId) {
         let now = self.now_ms();
-        self.submissions
-            .pump(self.ctx.registry, task_manager, now, self.ctx.rpc_timeout_ms);
+        self.submissions.pump(
+            self.ctx.registry,
+            task_manager,
+            now,
+            self.ctx.rpc_timeout_ms,
+        );
     }
 
     /// An answer about `attempt` came from `from`: its submission window has room again.

@@ -374,7 +374,10 @@ mod tests {
         jobs.enqueue(job(1, 40)).unwrap();
         jobs.enqueue(job(2, 40)).unwrap();
         let e = jobs.enqueue(job(3, 40)).unwrap_err();
-        assert!(matches!(e, JobManagerError::QueueFull { bytes: 80, .. }), "{e}");
+        assert!(
+            matches!(e, JobManagerError::QueueFull { bytes: 80, .. }),
+            "{e}"
+        );
         jobs.cancel(JobId([2; 16])).unwrap();
         assert_eq!(
             statuses(&jobs),
@@ -392,7 +395,13 @@ mod tests {
 
     #[test]
     fn the_history_keeps_the_newest_ended_jobs_within_its_size_and_age() {
-        let jobs = Jobs::new(JobHistory { size: 2, ttl_ms: 3_600_000 }, u64::MAX);
+        let jobs = Jobs::new(
+            JobHistory {
+                size: 2,
+                ttl_ms: 3_600_000,
+            },
+            u64::MAX,
+        );
         for n in 1..=4 {
             jobs.enqueue(job(n, 1)).unwrap();
         }
@@ -413,7 +422,13 @@ mod tests {
             jobs.cancel(JobId([1; 16])),
             Err(JobManagerError::UnknownJob(_))
         ));
-        let aged = Jobs::new(JobHistory { size: 10, ttl_ms: 0 }, u64::MAX);
+        let aged = Jobs::new(
+            JobHistory {
+                size: 10,
+                ttl_ms: 0,
+            },
+            u64::MAX,
+        );
         aged.enqueue(job(1, 1)).unwrap();
         let (running, _, _) = aged.next().unwrap();
         aged.finish(running.id, report("FAILED"));

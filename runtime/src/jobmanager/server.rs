@@ -376,8 +376,7 @@ fn serde_json_report(report: &crate::report::JobReport) -> Result<String, String
 /// A whole refusal frame (length prefix included), for a connection that gets nothing else.
 fn refusal_frame(reason: &str) -> bytes::Bytes {
     use bytes::BufMut;
-    let Ok(body) =
-        crate::connection::handshake_frame(&HandshakeReply::Refused(reason.to_owned()))
+    let Ok(body) = crate::connection::handshake_frame(&HandshakeReply::Refused(reason.to_owned()))
     else {
         return bytes::Bytes::new();
     };

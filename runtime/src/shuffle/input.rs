@@ -153,9 +153,7 @@ async fn read_from(
         token: settings.token.clone(),
     };
     let hello = encode(&hello).map_err(|e| lost(e.to_string()))?;
-    sink.send(hello)
-        .await
-        .map_err(|e| lost(e.to_string()))?;
+    sink.send(hello).await.map_err(|e| lost(e.to_string()))?;
     for (i, c) in channels.iter().enumerate() {
         let channel = u32::try_from(i).unwrap_or(u32::MAX);
         let frame = encode(&request(settings, channel, c)).map_err(|e| lost(e.to_string()))?;

@@ -194,8 +194,15 @@ mod tests {
         assert_eq!(s.next_deadline(), Some(10_100));
         // Withdrawn while waiting: never sent.
         assert!(s.withdraw(attempt(2)));
-        assert!(!s.withdraw(attempt(0)), "already sent: a cancel message is needed");
-        assert_eq!(s.answered_by(attempt(0), TaskManagerId(9)), None, "not from its peer");
+        assert!(
+            !s.withdraw(attempt(0)),
+            "already sent: a cancel message is needed"
+        );
+        assert_eq!(
+            s.answered_by(attempt(0), TaskManagerId(9)),
+            None,
+            "not from its peer"
+        );
         assert_eq!(s.answered_by(attempt(0), tm), Some(tm));
         s.pump(&registry, tm, 5_000, 10_000);
         // Vertex 3 went out (2 was withdrawn), timed from 5,000.
@@ -207,7 +214,11 @@ mod tests {
         assert_eq!(s.in_flight(), 1, "vertex 4, the last");
         assert_eq!(s.answered(attempt(4)), Some(tm));
         assert_eq!(s.answered(attempt(4)), None);
-        assert_eq!(s.next_deadline(), Some(25_000), "a stale deadline, skipped when due");
+        assert_eq!(
+            s.next_deadline(),
+            Some(25_000),
+            "a stale deadline, skipped when due"
+        );
         assert_eq!(s.expired(25_000), vec![]);
     }
 

@@ -170,6 +170,9 @@ impl std::fmt::Debug for TaskDeploymentDescriptorFactory {
 /// (19 bytes) in the worst case of one producer per TaskManager.
 const DESCRIPTOR_BYTES_BOUND: u64 = 33 + 19;
 
+/// The factory's own heap without any group: its empty tables, generously.
+const FACTORY_BYTES: u64 = 4096;
+
 impl TaskDeploymentDescriptorFactory {
     /// At most the heap bytes the descriptor cache takes when `groups` consumed partition
     /// groups holding `descriptors` shuffle descriptors in all are cached at once and inline:
@@ -184,8 +187,8 @@ impl TaskDeploymentDescriptorFactory {
             + size_of::<MaybeOffloaded>()
             + wire::HEADER_LEN
             + 9;
-        groups
-            .saturating_mul(per_group as u64)
+        FACTORY_BYTES
+            .saturating_add(groups.saturating_mul(per_group as u64))
             .saturating_add(descriptors.saturating_mul(DESCRIPTOR_BYTES_BOUND))
     }
 

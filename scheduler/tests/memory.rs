@@ -14,7 +14,9 @@ use conflux_deploy::{
     AllProducersFinished, DeploymentConfig, OffloadRule, TaskDeploymentDescriptorFactory,
 };
 use conflux_graph::load::{self, LoadOptions};
-use conflux_graph::{generate, ConsumedPartitionGroupId, ExecutionGraph, JobGraph, PipelinedRegions};
+use conflux_graph::{
+    generate, ConsumedPartitionGroupId, ExecutionGraph, JobGraph, PipelinedRegions,
+};
 use conflux_scheduler::{Event, JobMemoryEstimate, Scheduler, SchedulerConfig};
 use conflux_test_support::CountingAllocator;
 
@@ -108,11 +110,9 @@ fn the_estimate_bounds_what_scheduling_takes() {
     );
     check(
         "4 x 100,000 pointwise blocking",
-        &job(
-            r#"{"job_type": "batch", "vertices": [
+        &job(r#"{"job_type": "batch", "vertices": [
                 {"id": "a", "parallelism": 100000}, {"id": "b", "parallelism": 100000}],
               "edges": [{"source": "a", "target": "b", "distribution_pattern": "pointwise",
-                         "result_partition_type": "blocking"}]}"#,
-        ),
+                         "result_partition_type": "blocking"}]}"#),
     );
 }

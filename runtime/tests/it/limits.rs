@@ -100,12 +100,19 @@ async fn a_queued_job_cancelled_ends_at_once() {
     assert_eq!(jm.list()[1].status, "QUEUED");
     jm.cancel(second).expect("known");
     assert_eq!(
-        jm.list().iter().map(|j| (j.job, j.status.as_str())).collect::<Vec<_>>(),
+        jm.list()
+            .iter()
+            .map(|j| (j.job, j.status.as_str()))
+            .collect::<Vec<_>>(),
         [(first, "RUNNING"), (second, "CANCELED")]
     );
-    let report = within("the cancelled job's report", Duration::from_secs(1), jm.wait(second))
-        .await
-        .expect("a report");
+    let report = within(
+        "the cancelled job's report",
+        Duration::from_secs(1),
+        jm.wait(second),
+    )
+    .await
+    .expect("a report");
     assert_eq!((report.status.as_str(), report.tasks), ("CANCELED", 4));
     jm.shutdown().await;
 }
@@ -121,7 +128,11 @@ async fn ended_jobs_beyond_the_history_are_dropped() {
         ttl_ms: 3_600_000,
     };
     let jm = start_jm(config).await;
-    let _tm = Tm::spawn(tm_config(&jm.address().to_string(), 1, &dir.path().join("tm")));
+    let _tm = Tm::spawn(tm_config(
+        &jm.address().to_string(),
+        1,
+        &dir.path().join("tm"),
+    ));
     wait_for_task_managers(&jm, 1).await;
     let mut ids = Vec::new();
     for _ in 0..4 {
@@ -143,11 +154,23 @@ async fn ended_jobs_beyond_the_history_are_dropped() {
     jm.shutdown().await;
 
     let mut config = jm_config(dir.path());
-    config.job_history = JobHistory { size: 10, ttl_ms: 50 };
+    config.job_history = JobHistory {
+        size: 10,
+        ttl_ms: 50,
+    };
     let jm = start_jm(config).await;
-    let _tm = Tm::spawn(tm_config(&jm.address().to_string(), 1, &dir.path().join("tm2")));
+    let _tm = Tm::spawn(tm_config(
+        &jm.address().to_string(),
+        1,
+        &dir.path().join("tm2"),
+    ));
     wait_for_task_managers(&jm, 1).await;
-    run_job(&jm, submission(one_vertex(1), (0, 0)), Duration::from_secs(20)).await;
+    run_job(
+        &jm,
+        submission(one_vertex(1), (0, 0)),
+        Duration::from_secs(20),
+    )
+    .await;
     wait_until("the ended job ages out", Duration::from_secs(5), || {
         jm.list().is_empty()
     })
@@ -175,7 +198,13 @@ async fn a_path_that_is_not_utf8_is_an_error_never_a_panic() {
     };
     let e = encode(&task).expect_err("does not encode");
     assert!(
-        matches!(&e, RpcError::Encode { message: "ToTaskManager", .. }),
+        matches!(
+            &e,
+            RpcError::Encode {
+                message: "ToTaskManager",
+                ..
+            }
+        ),
         "{e}"
     );
     assert!(e.to_string().contains("does not encode"), "{e}");
@@ -199,7 +228,13 @@ async fn a_path_that_is_not_utf8_is_an_error_never_a_panic() {
         .expect("connects");
     let e = client.submit(with_bad_dir).await.expect_err("not sent");
     assert!(
-        matches!(e, ClientError::Rpc(RpcError::Encode { message: "ClientRequest", .. })),
+        matches!(
+            e,
+            ClientError::Rpc(RpcError::Encode {
+                message: "ClientRequest",
+                ..
+            })
+        ),
         "{e}"
     );
     // The connection is still usable.
@@ -271,7 +306,10 @@ async fn a_failure_that_recurs_fails_the_job_at_once() {
         reason.contains("non-recoverable") && reason.contains("this file alone exceeds the quota"),
         "{reason}"
     );
-    assert!(!out.join("_SUCCESS").exists(), "a failed job's output is incomplete");
+    assert!(
+        !out.join("_SUCCESS").exists(),
+        "a failed job's output is incomplete"
+    );
 
     let out = dir.path().join("out-ok");
     let report = run_word_count(dir.path(), out.clone(), None).await;
@@ -293,9 +331,18 @@ async fn submissions_are_timed_from_their_hand_over() {
     config.rpc.faults.delay_ms = 10;
     config.heartbeat.timeout_ms = 10_000;
     let jm = start_jm(config).await;
-    let _tm = Tm::spawn(tm_config(&jm.address().to_string(), 100, &dir.path().join("tm")));
+    let _tm = Tm::spawn(tm_config(
+        &jm.address().to_string(),
+        100,
+        &dir.path().join("tm"),
+    ));
     wait_for_task_managers(&jm, 1).await;
-    let report = run_job(&jm, submission(one_vertex(100), (0, 0)), Duration::from_secs(60)).await;
+    let report = run_job(
+        &jm,
+        submission(one_vertex(100), (0, 0)),
+        Duration::from_secs(60),
+    )
+    .await;
     assert_eq!(report.status, "FINISHED", "{report:?}");
     assert_eq!((report.rpc_timeouts, report.restarts), (0, 0), "{report:?}");
     assert_eq!(report.tasks_deployed, 100);

@@ -118,7 +118,6 @@ pub struct TaskManagerInfo {
 /// `bytes` as MiB or GiB with one decimal, for messages.
 fn mib(bytes: u64) -> String {
     const GIB: f64 = (1u64 << 30) as f64;
-    #[allow(clippy::cast_precision_loss)]
     let b = bytes as f64;
     if b >= GIB {
         format!("{:.1} GiB", b / GIB)

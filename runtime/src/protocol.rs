@@ -16,7 +16,7 @@ use conflux_deploy::{ExecutionAttemptId, TaskManagerId};
 use serde::{Deserialize, Serialize};
 
 /// The version of this protocol. A peer of another version is refused at the handshake.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
@@ -238,6 +238,10 @@ pub enum TaskState {
         reason: String,
         /// A partition it could not read (Flink's `PartitionNotFoundException`).
         partition_not_found: Option<PartitionRef>,
+        /// The failure would recur on every attempt (an output directory that is not
+        /// writable, a full output disk, a data directory quota its own output exceeds): the
+        /// job fails at once instead of restarting (Flink's non-recoverable error).
+        non_recoverable: bool,
     },
 }
 

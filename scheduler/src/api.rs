@@ -135,6 +135,11 @@ pub enum FailureCause {
     PartitionNotFound(IntermediateResultPartitionId),
     /// Its TaskManager was lost.
     TaskManagerLost,
+    /// The failure will recur on every attempt (an output directory that is not writable, a
+    /// disk quota the task's own output exceeds): the job fails at once, whatever the restart
+    /// strategy allows, as Flink fails a job on a `SuppressRestartsException` (its
+    /// `ThrowableType.NonRecoverableError`).
+    NonRecoverable,
 }
 
 /// What happened, as the runtime (or simulator) reports it.

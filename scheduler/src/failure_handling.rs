@@ -140,6 +140,25 @@ impl Scheduler {
         Ok(())
     }
 
+    /// `attempt` failed in a way every attempt would (Flink's non-recoverable error, a
+    /// `SuppressRestartsException`): the job fails at once, without asking the restart
+    /// strategy, and its remaining tasks are cancelled. O(N) (the job's end).
+    pub(crate) fn non_recoverable_failure(&mut self, attempt: ExecutionAttemptId) {
+        let v = ExecutionVertexIndex(attempt.vertex);
+        if self.is_current(attempt) {
+            self.state[v] = ExecutionState::Failed;
+            self.release_slot(v);
+            self.cancel_request(v);
+        }
+        let reason = format!(
+            "{} failed with a non-recoverable error: every attempt would fail the same way, so \
+             the job fails without a restart ({} restarts before)",
+            self.graph.execution_vertex_name(v),
+            self.backoff.restarts()
+        );
+        self.terminate(JobStatus::Failed, Some(reason));
+    }
+
     /// An explicit restart of whole regions: cancel, reset and reschedule at once.
     pub(crate) fn restart_now(
         &mut self,

@@ -21,6 +21,7 @@ mod continuation;
 mod failover_strategy;
 mod failure_handling;
 mod input_info_store;
+mod memory_estimate;
 mod partition_release;
 mod restart_backoff;
 mod restart_options;
@@ -37,6 +38,7 @@ pub use api::{
     DEFAULT_SLOT_REQUEST_TIMEOUT_MS, DEFAULT_WORK_BUDGET,
 };
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
+pub use memory_estimate::JobMemoryEstimate;
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 pub use restart_options::{
     RestartOption, RestartOptionsError, RestartStrategyOptions, RestartStrategyType,

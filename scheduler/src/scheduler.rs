@@ -412,6 +412,14 @@ impl Scheduler {
                     self.speculative_attempt_finished(a, now_ms)?;
                 }
             }
+            Event::TaskFailed(a, FailureCause::NonRecoverable)
+                if self.status == JobStatus::Running
+                    && ((self.is_current(a)
+                        && !self.state[ExecutionVertexIndex(a.vertex)].is_terminal())
+                        || self.is_speculative_attempt(a)) =>
+            {
+                self.non_recoverable_failure(a);
+            }
             Event::TaskFailed(a, cause) => {
                 // An attempt already failed or cancelled is being restarted: a second report of
                 // it is stale.

@@ -169,6 +169,7 @@ async fn random_truncated_and_oversized_frames_never_stop_the_jobmanager() {
             state: TaskState::Failed {
                 reason: "x".repeat(10_000),
                 partition_not_found: None,
+                non_recoverable: false,
             },
             stats: TaskManagerStats::default(),
         },

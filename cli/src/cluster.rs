@@ -4,13 +4,15 @@
 
 mod args;
 mod local;
+mod paths;
 mod render;
 
 use std::time::Duration;
 
 use anyhow::Context as _;
+use conflux_runtime::connection::RpcError;
 use conflux_runtime::protocol::JobSubmission;
-use conflux_runtime::{JobManager, JobManagerClient, TaskManager};
+use conflux_runtime::{ClientError, JobManager, JobManagerClient, TaskManager};
 
 use crate::output;
 use crate::{Failure, Format};
@@ -75,10 +77,33 @@ async fn interrupted() {
     }
 }
 
+/// How long a JobManager stopping on a signal waits for its job runner, which may be inside a
+/// long scheduler call, before the process exits anyway: within 5 s of the signal in all.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// Stops `jm`, waiting at most [`SHUTDOWN_GRACE`].
+async fn shutdown_within_grace(jm: JobManager) {
+    if tokio::time::timeout(SHUTDOWN_GRACE, jm.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace_ms = SHUTDOWN_GRACE.as_millis(),
+            "the JobManager's job runner is busy: exiting without waiting for it"
+        );
+    }
+}
+
+/// Ends `runtime` without waiting for its blocking tasks (a submission being loaded, the job
+/// runner's join) beyond a moment: the process exits next.
+fn end_runtime(runtime: tokio::runtime::Runtime) {
+    runtime.shutdown_timeout(Duration::from_millis(200));
+}
+
 pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
     let config = args.config()?;
     let runtime = jobmanager_runtime()?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         let jm = JobManager::start(config).await.map_err(Failure::input)?;
         eprintln!(
             "JobManager listening on {} (blob server {}, REST API {}); Ctrl-C stops it",
@@ -87,9 +112,11 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
             rest_url(&jm),
         );
         interrupted().await;
-        jm.shutdown().await;
+        shutdown_within_grace(jm).await;
         Ok(())
-    })
+    });
+    end_runtime(runtime);
+    result
 }
 
 pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
@@ -126,22 +153,35 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         options: args.job.options(&args.load)?,
     };
     let runtime = tokio_runtime()?;
+    let address = &args.jobmanager;
     let report = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
+        let mut client = JobManagerClient::connect(address, args.token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
-        let job = client
-            .submit(submission)
-            .await
-            .map_err(|e| Failure::input(anyhow::Error::new(e)))?;
+        let job = client.submit(submission).await.map_err(|e| match e {
+            ClientError::JobManager(_) => Failure::input(anyhow::Error::new(e)),
+            e if connection_lost(&e) => Failure::Work(anyhow::anyhow!(
+                "the JobManager at {address} closed the connection before it answered the \
+                 submission ({e}): whether the job was queued is unknown; `conflux list` on \
+                 that JobManager tells, if it still runs"
+            )),
+            e => Failure::Work(e.into()),
+        })?;
         if args.detached {
             return Ok(Err(job));
         }
-        client
-            .wait(job)
-            .await
-            .map(Ok)
-            .map_err(|e| Failure::Work(e.into()))
+        client.wait(job).await.map(Ok).map_err(|e| {
+            if connection_lost(&e) {
+                Failure::Work(anyhow::anyhow!(
+                    "the JobManager at {address} closed the connection while job {job} was \
+                     running ({e}): the job's state is unknown; without high availability a \
+                     JobManager that stopped took the job with it, and one started again does \
+                     not know it"
+                ))
+            } else {
+                Failure::Work(e.into())
+            }
+        })
     })?;
     match report {
         Err(job) => match args.format {
@@ -153,6 +193,15 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
             failed_if_failed(&report)
         }
     }
+}
+
+/// Whether a client call failed because the connection to the JobManager ended (closed, reset,
+/// cut short): the JobManager stopped or died.
+fn connection_lost(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::Rpc(RpcError::Closed(_) | RpcError::Io { .. } | RpcError::BadFrame { .. })
+    )
 }
 
 /// Exit 1 (after the report) when the job ended FAILED or its output was checked and wrong.
@@ -212,10 +261,12 @@ pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {
 }
 
 pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
-    let job = args
-        .job_id
-        .parse::<conflux_blob::JobId>()
-        .map_err(|e| Failure::input(anyhow::anyhow!("job id {:?}: {e}", args.job_id)))?;
+    let job = args.job_id.parse::<conflux_blob::JobId>().map_err(|_| {
+        Failure::input(anyhow::anyhow!(
+            "{:?} is not a job id: a job id is 32 hex digits, as `submit` and `list` print it",
+            args.job_id
+        ))
+    })?;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
         let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
@@ -231,8 +282,20 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
 
 pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
     let runtime = jobmanager_runtime()?;
-    let report = runtime.block_on(local::run(args))?;
+    let report = runtime.block_on(local::run(args));
+    end_runtime(runtime);
+    let report = report?;
     render::print_report(&report, args.format)?;
+    if args.verify && report.status != "FINISHED" {
+        return Err(Failure::Reported(anyhow::anyhow!(
+            "not verified: the job {}: {}",
+            report.status,
+            report
+                .failure_reason
+                .as_deref()
+                .unwrap_or("no reason given")
+        )));
+    }
     failed_if_failed(&report)
 }
 

@@ -26,6 +26,7 @@ mod logging;
 mod output;
 mod plan;
 mod progress;
+mod restart;
 mod run;
 mod run_dir;
 mod s3;
@@ -68,6 +69,10 @@ enum Command {
         script: PathBuf,
         #[command(flatten)]
         load: LoadArgs,
+        /// Restart strategy flags; without any, every failure restarts at once (the replay's
+        /// default: a script describes failovers).
+        #[command(flatten)]
+        restart: restart::RestartArgs,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -151,10 +156,8 @@ struct RunArgs {
     /// Blob server restarts during the run.
     #[arg(long, default_value_t = 0)]
     blob_server_restarts: u32,
-    /// Restarts allowed before the job fails (exponential delay back-off, Flink 1.20 defaults;
-    /// default Flink's, 2^31 - 1).
-    #[arg(long, default_value_t = conflux_scheduler::FLINK_MAX_ATTEMPTS)]
-    restart_attempts: u32,
+    #[command(flatten)]
+    restart: restart::RestartArgs,
     /// Failover strategy.
     #[arg(long, value_enum, default_value_t = FailoverArg::Region)]
     failover: FailoverArg,
@@ -478,8 +481,9 @@ fn dispatch(command: Command) -> Result<(), Failure> {
             file,
             script,
             load,
+            restart,
             format,
-        } => simulate(&file, &script, &load.options(), format),
+        } => simulate(&file, &script, &load.options(), &restart, format),
         Command::BlobServer(args) => blob_server(&args),
         Command::CheckpointSim(args) => checkpoint::run_sim(&args),
         Command::LocalDirs(args) => checkpoint::run_local_dirs(&args),
@@ -541,7 +545,7 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
             blob_server_restarts: args.blob_server_restarts,
         },
         offload_rule: args.offload.rule()?,
-        restart_attempts: args.restart_attempts,
+        restart: args.restart.strategy()?,
         failover: match args.failover {
             FailoverArg::Region => conflux_scheduler::FailoverStrategy::Region,
             FailoverArg::Full => conflux_scheduler::FailoverStrategy::Full,
@@ -591,9 +595,15 @@ fn simulate(
     file: &std::path::Path,
     script: &std::path::Path,
     options: &LoadOptions,
+    restart: &restart::RestartArgs,
     format: Format,
 ) -> Result<(), Failure> {
     use std::sync::Arc;
+    let strategy = if restart.given() {
+        restart.strategy()?
+    } else {
+        conflux_sim::script::RESTART_AT_ONCE
+    };
     let bytes = read_input(file)?;
     let (job, _) = conflux_graph::load::load_owned(bytes, options).map_err(Failure::input)?;
     tracing::debug!(
@@ -618,7 +628,8 @@ fn simulate(
     let script = conflux_sim::script::Script::parse(&script_bytes).map_err(Failure::input)?;
     tracing::debug!(phase = "script", "parsed the script");
     let spinner = progress::spinner(format!("replaying {} events", script.events.len()));
-    let out = conflux_sim::script::replay(graph, regions, &script).map_err(Failure::input)?;
+    let out = conflux_sim::script::replay_with(graph, regions, &script, strategy)
+        .map_err(Failure::input)?;
     drop(spinner);
     tracing::debug!(entries = out.timeline.len(), status = %out.status, "replayed the script");
     match format {

@@ -26,7 +26,8 @@ pub(crate) struct RunOptions {
     pub(crate) seed: u64,
     pub(crate) faults: Faults,
     pub(crate) offload_rule: OffloadRule,
-    pub(crate) restart_attempts: u32,
+    /// The restart strategy (`--restart-strategy` and its options).
+    pub(crate) restart: RestartStrategy,
     pub(crate) failover: FailoverStrategy,
     pub(crate) progress: bool,
     /// Decide undecided vertices (`-1`) from produced bytes; `false` (`--default-parallelism`
@@ -148,7 +149,8 @@ fn simulation_config(job_type: conflux_graph::JobType, options: &RunOptions) -> 
     config.faults = options.faults;
     config.deployment.offload_rule = options.offload_rule;
     config.scheduler.failover = options.failover;
-    config.scheduler.restart = RestartStrategy::exponential_default(options.restart_attempts);
+    config.scheduler.restart = options.restart;
+    config.scheduler.seed = options.seed;
     config.task_duration_ms = options.task_duration_ms;
     config.scheduler.speculative = options.speculative;
     config.slow_task_managers = options.slow_task_managers;

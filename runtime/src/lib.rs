@@ -27,7 +27,9 @@ mod taskmanager;
 pub mod thread_priority;
 
 pub use client::{ClientError, JobManagerClient};
-pub use config::{HeartbeatConfig, JobManagerConfig, RpcConfig, RpcFaults, TaskManagerConfig};
+pub use config::{
+    HeartbeatConfig, JobHistory, JobManagerConfig, RpcConfig, RpcFaults, TaskManagerConfig,
+};
 pub use jobmanager::{
     word_count_job, word_count_job_as_run, JobManager, JobManagerError, TaskManagerInfo,
 };

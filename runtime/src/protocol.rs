@@ -242,6 +242,10 @@ pub enum TaskState {
         reason: String,
         /// A partition it could not read (Flink's `PartitionNotFoundException`).
         partition_not_found: Option<PartitionRef>,
+        /// The failure would recur on every attempt (an output directory that is not
+        /// writable, a full output disk, a data directory quota its own output exceeds): the
+        /// job fails at once instead of restarting (Flink's non-recoverable error).
+        non_recoverable: bool,
     },
 }
 

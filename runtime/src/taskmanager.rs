@@ -8,6 +8,7 @@
 mod data_server;
 mod gate_loader;
 mod metrics_server;
+mod registration_log;
 mod task;
 mod wordcount;
 
@@ -112,7 +113,12 @@ impl SessionContext {
     }
 
     pub(crate) fn send(&self, message: &ToJobManager) {
-        let _ = self.updates.send(encode(message));
+        match encode(message) {
+            Ok(frame) => {
+                let _ = self.updates.send(frame);
+            }
+            Err(e) => tracing::error!("message to the JobManager not sent: {e}"),
+        }
     }
 }
 
@@ -184,6 +190,8 @@ impl TaskManager {
         };
         let timeout = Duration::from_millis(config.connect_timeout_ms);
         let mut backoff = config.retry_interval_ms.max(1);
+        let max_backoff = config.retry_interval_ms.max(1) * 10;
+        let mut log = registration_log::RegistrationLog::default();
         loop {
             let attempt = tokio::select! {
                 attempt = connect(&config.jobmanager, &hello, config.max_frame_bytes, timeout) => attempt,
@@ -192,6 +200,13 @@ impl TaskManager {
             match attempt {
                 Ok((conn, welcome)) => {
                     backoff = config.retry_interval_ms.max(1);
+                    if let Some((attempts, took)) = log.succeeded(std::time::Instant::now()) {
+                        tracing::info!(
+                            jobmanager = %config.jobmanager,
+                            "registered after {attempts} failed attempts over {} s",
+                            took.as_secs()
+                        );
+                    }
                     let wordcount = WordCountContext {
                         shared: Arc::clone(&shared),
                         partitions: Arc::clone(&partitions),
@@ -223,13 +238,31 @@ impl TaskManager {
                 {
                     return Err(TaskManagerError::Refused(e));
                 }
-                Err(e) => tracing::info!("registration failed: {e}; retrying in {backoff} ms"),
+                Err(e) => match log.failed(std::time::Instant::now()) {
+                    registration_log::Line::First => tracing::warn!(
+                        jobmanager = %config.jobmanager,
+                        "cannot register with the JobManager at {}: {e}; retrying every {} to \
+                         {max_backoff} ms until it answers (repeated every {} s while it fails)",
+                        config.jobmanager,
+                        config.retry_interval_ms.max(1),
+                        registration_log::REPEAT_INTERVAL.as_secs()
+                    ),
+                    registration_log::Line::Again { attempts, for_secs } => tracing::warn!(
+                        jobmanager = %config.jobmanager,
+                        "still cannot register with the JobManager at {} after {attempts} \
+                         attempts over {for_secs} s: {e}; retrying",
+                        config.jobmanager
+                    ),
+                    registration_log::Line::Quiet => {
+                        tracing::debug!("registration failed: {e}; retrying in {backoff} ms");
+                    }
+                },
             }
             tokio::select! {
                 () = tokio::time::sleep(Duration::from_millis(backoff)) => {}
                 () = &mut shutdown => return Ok(()),
             }
-            backoff = (backoff * 2).min(config.retry_interval_ms.max(1) * 10);
+            backoff = (backoff * 2).min(max_backoff);
         }
     }
 }
@@ -348,8 +381,11 @@ async fn session(
                     seq,
                     stats: ctx.stats(),
                 };
-                if priority_tx.send(encode(&answer)).is_err() {
-                    break SessionEnd::Lost("the connection's writer stopped".into());
+                let sent = encode(&answer).map(|frame| priority_tx.send(frame).is_ok());
+                match sent {
+                    Ok(true) => {}
+                    Ok(false) => break SessionEnd::Lost("the connection's writer stopped".into()),
+                    Err(e) => break SessionEnd::Lost(e.to_string()),
                 }
             }
             ToTaskManager::SubmitTask { tdd, task } => {
@@ -507,7 +543,11 @@ async fn heartbeat_connection(
                     seq,
                     stats: ctx.stats(),
                 };
-                if let Err(e) = conn.send(encode(&answer)).await {
+                let frame = match encode(&answer) {
+                    Ok(frame) => frame,
+                    Err(e) => break format!("heartbeat connection: {e}"),
+                };
+                if let Err(e) = conn.send(frame).await {
                     break format!("heartbeat connection: {e}");
                 }
             }

@@ -5,12 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use conflux_runtime::config::{
-    DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS, DEFAULT_JOB_HISTORY_SIZE,
+    DEFAULT_JOB_HISTORY_TTL_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_JOB_MEMORY_BYTES,
     DEFAULT_RPC_TIMEOUT_MS,
 };
 use conflux_runtime::protocol::JobOptions;
-use conflux_runtime::{JobManagerConfig, RpcFaults, TaskManagerConfig};
+use conflux_runtime::{JobHistory, JobManagerConfig, RpcFaults, TaskManagerConfig};
 
+use super::paths::{check_utf8, check_writable, Utf8Path};
 use crate::speculative::{check_slowdown, SpeculativeArgs, SpeculativeOptionsArgs};
 use crate::{Failure, Format, LoadArgs};
 
@@ -39,6 +41,23 @@ pub(crate) struct RpcArgs {
     pub(crate) rpc_drop_rate: f64,
 }
 
+/// What a JobManager admits and keeps: its job memory budget and job history.
+#[derive(clap::Args, Clone, Copy)]
+pub(crate) struct JobManagerLimitsArgs {
+    /// A job whose estimated execution graph, scheduler state and descriptors exceed this many
+    /// bytes is refused at submission (default 4 GiB, whatever the host's memory); the queued
+    /// jobs' graphs together are held to it too.
+    #[arg(long, default_value_t = DEFAULT_MAX_JOB_MEMORY_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_job_memory: u64,
+    /// Ended jobs kept for `list` and waiting clients; the oldest go first.
+    #[arg(long, default_value_t = DEFAULT_JOB_HISTORY_SIZE as u64, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub(crate) job_history_size: u64,
+    /// An ended job leaves the job history this long after it ended, ms (Flink's
+    /// `jobstore.expiration-time`, 1 h).
+    #[arg(long, default_value_t = DEFAULT_JOB_HISTORY_TTL_MS, value_parser = clap::value_parser!(u64).range(0..=30 * 86_400_000))]
+    pub(crate) job_history_ttl_ms: u64,
+}
+
 /// The JobManager's scheduler.
 #[derive(clap::Args, Clone, Copy)]
 pub(crate) struct SchedulerArgs {
@@ -46,10 +65,8 @@ pub(crate) struct SchedulerArgs {
     /// see the README's "Bounded handler calls").
     #[arg(long, default_value_t = conflux_runtime::config::DEFAULT_RUNTIME_WORK_BUDGET, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) scheduler_work_budget: u32,
-    /// Restarts allowed before a job fails (exponential delay back-off, Flink 1.20 defaults;
-    /// default Flink's, 2^31 - 1).
-    #[arg(long, default_value_t = conflux_scheduler::FLINK_MAX_ATTEMPTS)]
-    pub(crate) restart_attempts: u32,
+    #[command(flatten)]
+    pub(crate) restart: crate::restart::RestartArgs,
     /// Spread slots over the TaskManagers instead of filling one after the other (Flink's
     /// `cluster.evenly-spread-out-slots`).
     #[arg(long)]
@@ -65,8 +82,9 @@ pub(crate) struct JobArgs {
     /// Seed of task durations (and of injected RPC drops for `cluster`).
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
-    /// Where word count sinks write their files (`part-NNNNN.tsv`); created if missing.
-    #[arg(long)]
+    /// Where word count sinks write their files (`part-NNNNN.tsv`, and `_SUCCESS` once the job
+    /// FINISHED); created if missing, and checked to be writable.
+    #[arg(long, value_parser = Utf8Path)]
     pub(crate) output_dir: Option<PathBuf>,
     /// Word count sinks wait this long per buffer they consume, µs (a slow sink).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
@@ -86,10 +104,12 @@ impl JobArgs {
             None => None,
             Some(dir) => {
                 // Absolute, so that TaskManagers in other working directories write there.
-                std::fs::create_dir_all(dir)
+                let dir = std::fs::create_dir_all(dir)
                     .and_then(|()| std::fs::canonicalize(dir))
-                    .map(Some)
-                    .map_err(|e| Failure::input(anyhow!("--output-dir {}: {e}", dir.display())))?
+                    .map_err(|e| Failure::input(anyhow!("--output-dir {}: {e}", dir.display())))?;
+                check_utf8(&dir, "--output-dir")?;
+                check_writable(&dir, "--output-dir")?;
+                Some(dir)
             }
         };
         let bytes = self.batch.bytes()?;
@@ -144,7 +164,7 @@ pub(crate) struct JobManagerArgs {
     #[arg(long)]
     pub(crate) advertised_address: Option<String>,
     /// The blob server's storage directory (default: a temporary directory).
-    #[arg(long)]
+    #[arg(long, value_parser = Utf8Path)]
     pub(crate) blob_dir: Option<PathBuf>,
     /// Shared secret TaskManagers and clients must present.
     #[arg(long)]
@@ -168,6 +188,8 @@ pub(crate) struct JobManagerArgs {
     pub(crate) rpc: RpcArgs,
     #[command(flatten)]
     pub(crate) scheduler: SchedulerArgs,
+    #[command(flatten)]
+    pub(crate) limits: JobManagerLimitsArgs,
     #[command(flatten)]
     pub(crate) speculative: SpeculativeOptionsArgs,
 }
@@ -207,6 +229,7 @@ pub(crate) fn jobmanager_config(
     heartbeat: &HeartbeatArgs,
     rpc: &RpcArgs,
     scheduler: SchedulerArgs,
+    limits: JobManagerLimitsArgs,
     seed: u64,
 ) -> Result<JobManagerConfig, Failure> {
     check_heartbeats(heartbeat)?;
@@ -217,8 +240,13 @@ pub(crate) fn jobmanager_config(
     config.rpc.timeout_ms = rpc.rpc_timeout_ms;
     config.scheduler.work_budget = scheduler.scheduler_work_budget;
     config.scheduler.evenly_spread_out_slots = scheduler.evenly_spread_out_slots;
-    config.scheduler.restart =
-        conflux_scheduler::RestartStrategy::exponential_default(scheduler.restart_attempts);
+    config.scheduler.restart = scheduler.restart.strategy()?;
+    config.scheduler.seed = seed;
+    config.max_job_memory_bytes = limits.max_job_memory;
+    config.job_history = JobHistory {
+        size: usize::try_from(limits.job_history_size).unwrap_or(usize::MAX),
+        ttl_ms: limits.job_history_ttl_ms,
+    };
     config.rpc.faults = RpcFaults {
         delay_ms: rpc.rpc_delay_ms,
         drop_rate: rpc.rpc_drop_rate,
@@ -239,6 +267,7 @@ impl JobManagerArgs {
             &self.heartbeat,
             &self.rpc,
             self.scheduler,
+            self.limits,
             self.seed,
         )?;
         config.advertised_host = self.advertised_address.as_deref().map(host_of);
@@ -264,7 +293,7 @@ pub(crate) struct TaskManagerArgs {
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub(crate) slots: u32,
     /// Working directory (blob cache); default: a temporary directory.
-    #[arg(long)]
+    #[arg(long, value_parser = Utf8Path)]
     pub(crate) data_dir: Option<PathBuf>,
     /// The IP its data server binds and advertises in ShuffleDescriptors (default 127.0.0.1).
     #[arg(long, default_value = "127.0.0.1")]
@@ -397,6 +426,8 @@ pub(crate) struct ClusterArgs {
     pub(crate) rpc: RpcArgs,
     #[command(flatten)]
     pub(crate) scheduler: SchedulerArgs,
+    #[command(flatten)]
+    pub(crate) limits: JobManagerLimitsArgs,
     #[command(flatten)]
     pub(crate) speculative: SpeculativeArgs,
     /// Output format.

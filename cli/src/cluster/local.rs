@@ -130,12 +130,15 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
         .tempdir()
         .context("creating the cluster's working directory")
         .map_err(Failure::Work)?;
+    // Its TaskManagers get their data directories under it as arguments.
+    super::paths::check_utf8(work.path(), "the temporary directory (TMPDIR)")?;
     let mut config = jobmanager_config(
         SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         work.path().join("blobs"),
         &args.heartbeat,
         &args.rpc,
         args.scheduler,
+        args.limits,
         args.job.seed,
     )?;
     config.scheduler.speculative = args.speculative.options()?;
@@ -157,7 +160,7 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
     };
     // The JobManager first, so that the TaskManagers' ends are not reported as losses; then
     // every child is killed and reaped.
-    jm.shutdown().await;
+    super::shutdown_within_grace(jm).await;
     drop(children);
     result
 }
@@ -276,7 +279,8 @@ async fn run_on(
     drop(spinner);
     let mut report = report.map_err(|e| Failure::Work(e.into()))?;
     report.wall_ms.total = started.elapsed().as_secs_f64() * 1e3;
-    if args.verify {
+    // The output of a job that did not finish is incomplete (no `_SUCCESS`): nothing to verify.
+    if args.verify && report.status == "FINISHED" {
         verify(args, &options_dir(args)?, &mut report)?;
     }
     report.killed_task_manager = killed;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::support::{conflux, repo};
 
 /// A child process, killed (continued first when stopped) and reaped when dropped.
-struct Proc {
+pub(crate) struct Proc {
     child: Child,
     name: String,
     /// Standard error goes to this file.
@@ -25,7 +25,7 @@ struct Proc {
 impl Proc {
     /// Starts `conflux ARGS` with `RUST_LOG=info`, standard output and error to files in `dir`
     /// named after `name`. With `stdin_piped`, standard input stays open for the child's life.
-    fn start(name: &str, args: &[&str], dir: &Path, stdin_piped: bool) -> Proc {
+    pub(crate) fn start(name: &str, args: &[&str], dir: &Path, stdin_piped: bool) -> Proc {
         let log = dir.join(format!("{name}.log"));
         let out = dir.join(format!("{name}.out"));
         let child = Command::new(env!("CARGO_BIN_EXE_conflux"))
@@ -50,20 +50,20 @@ impl Proc {
         }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         std::fs::read_to_string(&self.out).unwrap_or_default()
     }
 
     /// Sends `signal` (`STOP`, `CONT`, `KILL`) with kill(1).
-    fn signal(&mut self, signal: &str) {
+    pub(crate) fn signal(&mut self, signal: &str) {
         let status = Command::new("kill")
             .arg(format!("-{signal}"))
             .arg(self.pid().to_string())
@@ -78,7 +78,7 @@ impl Proc {
     }
 
     /// Waits (at most `limit`) for the process to exit.
-    fn wait(&mut self, limit: Duration) -> ExitStatus {
+    pub(crate) fn wait(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
@@ -97,13 +97,13 @@ impl Proc {
     }
 
     /// SIGKILL and reap.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
     /// Waits (at most `limit`) until its log contains `text` `times` times; returns the log.
-    fn wait_for_log(&mut self, text: &str, times: usize, limit: Duration) -> String {
+    pub(crate) fn wait_for_log(&mut self, text: &str, times: usize, limit: Duration) -> String {
         let deadline = Instant::now() + limit;
         loop {
             let log = self.log();
@@ -140,7 +140,7 @@ impl Drop for Proc {
 }
 
 /// `conflux generate wordcount` into `dir/NAME`; returns the path.
-fn word_count(dir: &Path, parallelism: u32, partition_type: &str) -> String {
+pub(crate) fn word_count(dir: &Path, parallelism: u32, partition_type: &str) -> String {
     let path = dir.join(format!("wordcount-{parallelism}-{partition_type}.json"));
     let path = path.to_str().expect("utf-8 path").to_owned();
     let out = conflux(&[
@@ -162,7 +162,7 @@ fn word_count(dir: &Path, parallelism: u32, partition_type: &str) -> String {
 }
 
 /// Runs `conflux ARGS` to its end (at most `limit`); returns its status, stdout and stderr.
-fn run_bounded(
+pub(crate) fn run_bounded(
     name: &str,
     args: &[&str],
     dir: &Path,
@@ -173,20 +173,21 @@ fn run_bounded(
     (status, proc.stdout(), proc.log())
 }
 
-fn json(stdout: &str, stderr: &str) -> Value {
+pub(crate) fn json(stdout: &str, stderr: &str) -> Value {
     serde_json::from_str(stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"))
 }
 
-fn u64_at(report: &Value, key: &str) -> u64 {
+pub(crate) fn u64_at(report: &Value, key: &str) -> u64 {
     report[key]
         .as_u64()
         .unwrap_or_else(|| panic!("{key} is not a count in {report}"))
 }
 
-/// A `conflux jobmanager` on `address` with 100 ms heartbeats lost after 500 ms; returns it and
-/// the address it listens on (parsed from "JobManager listening on ADDR").
-fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
+/// A `conflux jobmanager` on `address` with 100 ms heartbeats lost after 500 ms, restarting
+/// failed tasks with exponential delay (tests lose TaskManagers); returns it and the address it
+/// listens on (parsed from "JobManager listening on ADDR").
+pub(crate) fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
     let blobs = dir.join(format!("{name}-blobs"));
     let mut jm = Proc::start(
         name,
@@ -200,6 +201,8 @@ fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
             "100",
             "--heartbeat-timeout-ms",
             "500",
+            "--restart-strategy",
+            "exponential-delay",
         ],
         dir,
         false,
@@ -217,7 +220,7 @@ fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
 
 /// A `conflux taskmanager` of `jobmanager` with `slots` slots (it exits with this test process:
 /// its standard input is held open).
-fn start_taskmanager(name: &str, jobmanager: &str, slots: u32, dir: &Path) -> Proc {
+pub(crate) fn start_taskmanager(name: &str, jobmanager: &str, slots: u32, dir: &Path) -> Proc {
     let data = dir.join(format!("{name}-data"));
     Proc::start(
         name,
@@ -237,7 +240,7 @@ fn start_taskmanager(name: &str, jobmanager: &str, slots: u32, dir: &Path) -> Pr
 }
 
 /// `conflux list --format json`: (job_id, status) of every job.
-fn list(jobmanager: &str, dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn list(jobmanager: &str, dir: &Path) -> Vec<(String, String)> {
     let (status, stdout, stderr) = run_bounded(
         "list",
         &["list", "--jobmanager", jobmanager, "--format", "json"],
@@ -357,6 +360,8 @@ fn cluster_survives_a_killed_task_manager() {
             "4",
             "--kill-task-manager-after-ms",
             "300",
+            "--restart-strategy",
+            "exponential-delay",
             "--task-duration-ms",
             "500..800",
             "--heartbeat-interval-ms",
@@ -383,6 +388,11 @@ fn cluster_survives_a_killed_task_manager() {
     assert!(u64_at(killed, "after_ms") >= 300, "{r}");
     assert!(u64_at(&r, "task_managers_lost") >= 1, "{r}");
     assert!(u64_at(&r, "restarts") >= 1, "{r}");
+    // Each restart is logged at WARN with its cause.
+    assert!(
+        stderr.contains("restarting tasks after a failure") && stderr.contains("was lost"),
+        "{stderr}"
+    );
     assert_eq!(u64_at(&r, "tasks"), 8);
     assert!(u64_at(&r, "tasks_deployed") > 8, "{r}");
     let tms = r["task_managers"].as_array().expect("task_managers");
@@ -535,7 +545,11 @@ fn a_task_manager_cancels_its_tasks_when_its_jobmanager_dies_and_registers_with_
     jm.signal("KILL");
     jm.kill();
     let killed = Instant::now();
-    let log = tm.wait_for_log("registration failed", 1, Duration::from_secs(5));
+    let log = tm.wait_for_log(
+        "cannot register with the JobManager at",
+        1,
+        Duration::from_secs(5),
+    );
     // Within the heartbeat timeout (500 ms; the closed connection is seen at once), plus slack.
     assert!(
         killed.elapsed() < Duration::from_secs(3),
@@ -548,7 +562,9 @@ fn a_task_manager_cancels_its_tasks_when_its_jobmanager_dies_and_registers_with_
     let lost = log
         .find("registering again")
         .unwrap_or_else(|| panic!("no re-registration logged: {log}"));
-    let failed = log.find("registration failed").expect("found above");
+    let failed = log
+        .find("cannot register with the JobManager at")
+        .expect("found above");
     assert!(cancelled < lost && lost < failed, "{log}");
     assert!(
         log.contains("tasks=2"),
@@ -557,7 +573,13 @@ fn a_task_manager_cancels_its_tasks_when_its_jobmanager_dies_and_registers_with_
     let status = waiting.wait(Duration::from_secs(10));
     let stderr = waiting.log();
     assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(&address), "{stderr}");
+    // Regression: it said only "ADDR closed the connection".
+    assert!(
+        stderr.contains(&format!(
+            "the JobManager at {address} closed the connection while job"
+        )) && stderr.contains("the job's state is unknown"),
+        "{stderr}"
+    );
 
     // A new JobManager on the same address: the TaskManager registers with it and runs a job
     // that needs its slots.
@@ -913,6 +935,8 @@ fn a_killed_task_manager_loses_its_partitions_and_the_output_is_still_right() {
             "4",
             "--kill-task-manager-after-ms",
             "1000",
+            "--restart-strategy",
+            "exponential-delay",
             "--sink-delay-us",
             "200000",
             "--heartbeat-interval-ms",
@@ -992,6 +1016,83 @@ fn cluster_decides_an_undecided_word_count_from_measured_bytes() {
     let data = &r["data"];
     assert_eq!(data["output_verified"], true, "{r}");
     assert_eq!(u64_at(data, "words"), 150_000, "{r}");
+}
+
+/// The cluster follows `run`'s scheduler rules: a forward group of undecided vertices (source 6
+/// -> map -1 -> FORWARD sink -1) decides 85 for both map and sink (an earlier Conflux decided
+/// the sink alone, 64); and without a restart strategy (Flink's default without checkpointing,
+/// none) a task that cannot write its partition (a data directory quota) fails the job at once,
+/// naming why (an earlier Conflux retried it forever, silently).
+#[test]
+fn cluster_decides_forward_groups_and_restarts_nothing_by_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("forward.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"job_type": "batch",
+            "vertices": [{"id": "source", "parallelism": 6}, {"id": "map", "parallelism": -1},
+                         {"id": "sink", "parallelism": -1}],
+            "edges": [
+                {"source": "source", "target": "map", "distribution_pattern": "all_to_all", "result_partition_type": "blocking"},
+                {"source": "map", "target": "sink", "distribution_pattern": "pointwise", "result_partition_type": "blocking", "ship_strategy": "FORWARD"}]})
+        .to_string(),
+    )
+    .expect("write");
+    let file = file.to_str().expect("utf-8 path");
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-forward",
+        &[
+            "cluster",
+            file,
+            "--task-duration-ms",
+            "0",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(90),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(
+        r["decided_parallelism"],
+        serde_json::json!({"map": 85, "sink": 85})
+    );
+
+    let file = word_count_with_data(dir.path(), 2, 2, 10_000);
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-quota",
+        &[
+            "cluster",
+            &file,
+            "--task-managers",
+            "1",
+            "--slots",
+            "4",
+            "--data-dir-max-bytes",
+            "1000",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(status.code(), Some(1), "{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(
+        (&r["status"], u64_at(&r, "restarts")),
+        (&Value::from("FAILED"), 0),
+        "{r}"
+    );
+    let reason = r["failure_reason"].as_str().expect("a reason");
+    assert!(
+        reason.starts_with(
+            "Recovery is suppressed by the restart strategy NoRestartBackoffTimeStrategy"
+        ),
+        "{reason}"
+    );
+    assert!(reason.contains("quota of 1000 bytes exceeded"), "{reason}");
 }
 
 /// Flink's adaptive word count plan on the cluster decides 64 counters from 1 GiB of synthetic

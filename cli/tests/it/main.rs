@@ -6,6 +6,7 @@ mod checkpoint;
 #[allow(clippy::unwrap_used)]
 mod checkpoint_script;
 mod cluster;
+mod cluster_limits;
 mod jobs;
 mod limits;
 mod logging;

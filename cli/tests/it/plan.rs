@@ -269,7 +269,7 @@ fn flink_names_are_shown_kept_and_resolve_vertices() {
     assert_eq!(sort["name"], SORT);
     assert_eq!(
         sort["description"],
-        "[35]:Sort(orderBy=[revenue DESC])<br/>+- tpch_q5[36]: Writer<br/>"
+        "[35]:Sort(orderBy=[revenue DESC])\n+- tpch_q5[36]: Writer\n"
     );
     let text = String::from_utf8_lossy(&conflux(&["inspect", &q5]).stdout).into_owned();
     assert!(

@@ -31,6 +31,8 @@ fn an_interrupted_run_removes_its_directory() {
                 "--quiet",
                 "--task-failure-rate",
                 "0.2",
+                "--restart-strategy",
+                "exponential-delay",
             ])
             .current_dir(repo())
             .env("TMPDIR", tmp.path())

@@ -9,7 +9,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use conflux_graph::json::JobGraphJson;
-use conflux_graph::{ExecutionGraph, JobGraph, JobVertexIndex, PipelinedRegions};
+use conflux_graph::{ExecutionGraph, Idx, JobGraph, LogicalRegionIndex, PipelinedRegions};
 use serde_json::{json, Value};
 
 use super::api_error::{bytes_response, to_bytes, ApiError, ApiResult, ErrorBody};
@@ -34,13 +34,18 @@ fn compute_cached(plan: &JobGraphJson, config: &StatsConfig) -> Result<Cached, A
         .map(|(size, count)| json!({"size": size, "count": count}))
         .collect();
     // The job vertices of each logical region (region index = position), by id, for the
-    // plan viewer's colours.
+    // plan viewer's colours: the numbering of `inspect` and the scheduler (regions by first
+    // vertex in topological order, members in topological order), whatever the plan's order.
     let logical = regions.logical();
-    let mut members: Vec<Vec<&str>> = vec![Vec::new(); logical.len()];
-    for (i, vertex) in plan.vertices.iter().enumerate() {
-        let index = u32::try_from(i).map_err(|_| ApiError::bug("bug: vertex index above u32"))?;
-        members[logical.region_of(JobVertexIndex(index)).0 as usize].push(&vertex.id);
-    }
+    let job = graph.job_graph();
+    let members: Vec<Vec<&str>> = (0..logical.len())
+        .map(|r| {
+            logical
+                .members(LogicalRegionIndex::from_usize(r))
+                .map(|v| job.vertex_id(v))
+                .collect()
+        })
+        .collect();
     let regions_json = json!({
         "count": stats.regions.count,
         "largest": stats.regions.largest,

@@ -5,8 +5,17 @@
 //! encoded there too; the loop only queues the frames. Heartbeats and connections are handled
 //! elsewhere, so a long call here delays scheduling, never a heartbeat answer. Speculative
 //! attempts (batch jobs with speculative execution on) are tracked in `job_loop/speculative.rs`.
+//!
+//! Submissions are handed to a TaskManager's connection only while it has fewer than
+//! `max_submissions_in_flight` unacknowledged (`job_loop/submissions.rs`); the others wait
+//! here, so an acknowledgement's timeout counts from the hand-over, not from the end of a
+//! queue of thousands. A failure that would recur on every attempt fails the job at once
+//! ([`FailureCause::NonRecoverable`]); every restart is logged at WARN with its cause. When a
+//! word count job ends, its output directory gets a `_SUCCESS` marker if it FINISHED, and none
+//! otherwise.
 
 mod speculative;
+mod submissions;
 mod task_spec;
 mod view;
 
@@ -25,8 +34,8 @@ use conflux_graph::{
     ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph, PipelinedRegions,
 };
 use conflux_scheduler::{
-    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
-    SpeculativeExecutionOptions,
+    Command, Event, FailureCause, JobMemoryEstimate, JobStatus, Scheduler, SchedulerConfig,
+    SchedulerError, SpeculativeExecutionOptions,
 };
 use conflux_sim::{BytesModel, ProducedBytes};
 use rayon::prelude::*;
@@ -34,7 +43,9 @@ use rayon::prelude::*;
 use crate::connection::encode;
 use crate::cpu_time::thread_cpu_time;
 use crate::jobmanager::data_stats::DataStats;
-use crate::jobmanager::registry::{Outbox, Registry};
+use crate::jobmanager::jobs::{Jobs, QueuedJob};
+use crate::jobmanager::registry::Registry;
+use crate::jobmanager::rest_view;
 use crate::metrics::JobManagerMetrics;
 use crate::protocol::{
     JobOptions, PartitionRef, TaskMetrics, TaskState, ToTaskManager, WordCountTask,
@@ -44,6 +55,7 @@ use crate::report::{
 };
 use crate::rss::peak_rss_bytes;
 use speculative::SpeculativeRuns;
+use submissions::Submissions;
 use task_spec::task_spec;
 use view::LoopView;
 
@@ -80,21 +92,36 @@ enum Pending {
     Message(LoopEvent),
 }
 
-/// A job ready to run: validated, its scheduler built (and with it the execution graph and its
-/// regions, or their initialised prefix when undecided vertices are decided at run time).
-pub(crate) struct PreparedJob {
-    pub(crate) id: JobId,
-    pub(crate) name: String,
-    pub(crate) scheduler: Scheduler,
-    /// Per job vertex, the word count task it runs (`None`: synthetic).
-    pub(crate) tasks: Vec<Option<WordCountTask>>,
-    pub(crate) options: JobOptions,
-    pub(crate) submitted: Instant,
-    /// Why undecided vertices run at their estimate although nothing fixed them (the job cannot
-    /// grow at run time), for the report.
-    pub(crate) estimate_reason: Option<String>,
-    /// What the REST API shows of it.
-    pub(crate) view: Arc<conflux_rest::JobView>,
+/// Heap bytes per execution vertex the loop keeps beside the scheduler: the TaskManager of its
+/// attempt, and a word count's words per count subtask (a hash table entry, doubled for the
+/// table's growth).
+const LOOP_BYTES_PER_VERTEX: u64 = 4 + 2 * (16 + 1) * 8 / 7;
+
+/// The heap a job takes while it runs, estimated from its job graph in O(V + E): the
+/// execution graph, regions, scheduler state and descriptors
+/// ([`JobMemoryEstimate::total_bytes`]) and the loop's own per-vertex arrays.
+pub(crate) fn memory_estimate(job: &JobGraph, config: &SchedulerConfig) -> u64 {
+    let estimate = JobMemoryEstimate::of(job, config);
+    estimate.total_bytes().saturating_add(
+        estimate
+            .expansion
+            .execution_vertices
+            .saturating_mul(LOOP_BYTES_PER_VERTEX),
+    )
+}
+
+/// What [`new_scheduler`] would refuse about the options, checked at submission: the batch
+/// options of a job whose undecided vertices are decided at run time.
+///
+/// # Errors
+/// Which option is out of range.
+pub(crate) fn check_scheduler_options(job: &JobGraph, options: &JobOptions) -> Result<(), String> {
+    if options.default_parallelism.is_none() && job.has_undecided() {
+        conflux_adaptive::BatchExecutionOptions::from(options.batch)
+            .validate()
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// The scheduler of a submitted job: adaptive batch when the job has undecided vertices (`-1`)
@@ -135,10 +162,14 @@ pub(crate) struct LoopContext<'a> {
     pub(crate) registry: &'a Registry,
     pub(crate) blob_writer: Arc<dyn BlobWriter>,
     pub(crate) rpc_timeout_ms: u64,
+    /// Submissions one TaskManager may have unacknowledged at once (at least 1).
+    pub(crate) max_submissions_in_flight: usize,
     /// Speculative execution (off by default), for the slow task detector's period.
     pub(crate) speculative: SpeculativeExecutionOptions,
     /// The JobManager's metrics (scheduler call times, descriptor bytes).
     pub(crate) metrics: &'a JobManagerMetrics,
+    /// The job table, whose view of the job is replaced when it starts.
+    pub(crate) jobs: &'a Jobs,
 }
 
 const NO_TASK_MANAGER: u32 = u32::MAX;
@@ -158,10 +189,9 @@ struct JobRun<'a> {
     speculative: SpeculativeRuns,
     tasks_per_task_manager: HashMap<TaskManagerId, u64>,
     participants: BTreeSet<TaskManagerId>,
-    /// Submissions awaiting their acknowledgement, with their deadlines (ms since `started`),
-    /// in deadline order (one timeout for all, so sending order is deadline order).
-    pending_acks: HashMap<ExecutionAttemptId, u64>,
-    ack_deadlines: VecDeque<(u64, ExecutionAttemptId)>,
+    /// Submissions waiting for their TaskManager's window, and those sent and awaiting their
+    /// acknowledgement with their deadlines.
+    submissions: Submissions,
     /// Work in arrival order. Messages are translated when their turn comes, against the
     /// scheduler's state after the events before them.
     queue: VecDeque<Pending>,
@@ -178,6 +208,9 @@ struct JobRun<'a> {
     last_task_failure: Option<String>,
     /// What the REST API shows of the job.
     view: LoopView,
+    /// The cause of the last failure of any kind (a task's, a lost TaskManager, a timeout),
+    /// logged with the restart it leads to.
+    last_failure: Option<String>,
 }
 
 /// What the loop keeps of a prepared job besides its scheduler.
@@ -189,25 +222,52 @@ struct JobParts {
     submitted: Instant,
 }
 
-/// Runs `job` to its end on the registered TaskManagers. `events` must be the receiving end of
-/// `sender`, which the registry gets while the job runs.
+/// Runs `job` to its end on the registered TaskManagers: builds its scheduler (and with it the
+/// execution graph and regions, or their initialised prefix when undecided vertices are
+/// decided at run time) and drives it. `events` must be the receiving end of `sender`, which
+/// the registry gets while the job runs.
 pub(crate) fn run_job(
     ctx: &LoopContext<'_>,
-    job: PreparedJob,
+    job: QueuedJob,
+    config: SchedulerConfig,
     sender: Sender<LoopEvent>,
     events: &Receiver<LoopEvent>,
 ) -> JobReport {
-    let PreparedJob {
+    let QueuedJob {
         id,
         name,
-        scheduler,
+        job: job_graph,
         tasks,
         options,
         submitted,
-        estimate_reason,
-        view,
+        execution_vertices,
+        submitted_ms,
+        ..
     } = job;
+    let job_name = name.clone();
+    let failed = |reason: String| JobReport {
+        job_id: id.to_string(),
+        job: job_name.clone(),
+        status: JobStatus::Failed.as_str().to_owned(),
+        failure_reason: Some(reason),
+        tasks: execution_vertices,
+        ..JobReport::default()
+    };
+    let output = options.output_dir.clone();
+    if let Some(dir) = &output {
+        // A marker of an earlier run must not mark this one complete.
+        if let Err(e) = conflux_operators::clear_success(dir) {
+            tracing::warn!(job = %id, "output directory: {e}");
+        }
+    }
+    let (scheduler, estimate_reason) = match new_scheduler(job_graph, &options, config) {
+        Ok(built) => built,
+        Err(reason) => return failed(reason),
+    };
     let mut scheduler = scheduler;
+    // The view of the queued job gives way to one of its execution graph.
+    let view = rest_view::job_view(id, scheduler.graph(), submitted_ms);
+    ctx.jobs.set_view(id, Arc::clone(&view));
     let view = LoopView::new(view, &mut scheduler);
     let job = JobParts {
         id,
@@ -224,15 +284,7 @@ pub(crate) fn run_job(
         Arc::clone(&ctx.blob_writer),
     ) {
         Ok(factory) => factory,
-        Err(e) => {
-            return JobReport {
-                job_id: job.id.to_string(),
-                job: job.name.clone(),
-                status: JobStatus::Failed.as_str().to_owned(),
-                failure_reason: Some(format!("deployment descriptors: {e}")),
-                ..JobReport::default()
-            }
-        }
+        Err(e) => return failed(format!("deployment descriptors: {e}")),
     };
     let synthetic_bytes = scheduler.is_adaptive().then(|| {
         let model = BytesModel {
@@ -256,8 +308,7 @@ pub(crate) fn run_job(
         speculative,
         tasks_per_task_manager: HashMap::new(),
         participants: BTreeSet::new(),
-        pending_acks: HashMap::new(),
-        ack_deadlines: VecDeque::new(),
+        submissions: Submissions::new(ctx.max_submissions_in_flight),
         queue: VecDeque::new(),
         tasks_deployed: 0,
         rpc_timeouts: 0,
@@ -268,6 +319,7 @@ pub(crate) fn run_job(
         data: DataStats::default(),
         last_task_failure: None,
         view,
+        last_failure: None,
     };
     {
         // Registering as the current job and listing the TaskManagers happen under one lock, so
@@ -294,6 +346,14 @@ pub(crate) fn run_job(
     run.view.publish(&run.scheduler, true);
     let job = &run.job;
     let graph = Arc::clone(run.scheduler.graph());
+    let status = run.scheduler.status();
+    if let Some(dir) = &output {
+        if status == JobStatus::Finished {
+            if let Err(e) = conflux_operators::mark_success(dir) {
+                tracing::warn!(job = %job.id, "output directory: the job FINISHED but {e}");
+            }
+        }
+    }
 
     let mut registry = ctx.registry.lock();
     registry.current_job = None;
@@ -325,7 +385,7 @@ pub(crate) fn run_job(
     JobReport {
         job_id: job.id.to_string(),
         job: job.name.clone(),
-        status: run.scheduler.status().as_str().to_owned(),
+        status: status.as_str().to_owned(),
         failure_reason: run
             .scheduler
             .failure_reason()
@@ -451,7 +511,7 @@ impl JobRun<'_> {
             }
             let deadline = [
                 self.scheduler.next_timer(),
-                self.ack_deadlines.front().map(|(d, _)| *d),
+                self.submissions.next_deadline(),
                 self.speculative.next_check_ms(),
             ]
             .into_iter()
@@ -522,38 +582,57 @@ impl JobRun<'_> {
         }
     }
 
+    /// Fails the tasks whose submission was not acknowledged within the RPC timeout of its
+    /// hand-over, and sends what their TaskManagers' windows now have room for.
     fn expire_acks(&mut self) {
         let now = self.now_ms();
-        while let Some(&(deadline, attempt)) = self.ack_deadlines.front() {
-            if deadline > now {
-                break;
-            }
-            self.ack_deadlines.pop_front();
-            if self.pending_acks.get(&attempt) != Some(&deadline) {
-                continue;
-            }
-            self.pending_acks.remove(&attempt);
+        for (attempt, task_manager) in self.submissions.expired(now) {
             if self.is_live(attempt) {
                 self.rpc_timeouts += 1;
-                let tm = self.task_manager_of(attempt);
-                self.view.task_failed(
-                    &self.scheduler,
-                    attempt,
-                    tm,
-                    &format!(
-                        "task submission not acknowledged within {} ms",
-                        self.ctx.rpc_timeout_ms
-                    ),
+                let cause = format!(
+                    "the task submission to {task_manager} was not acknowledged within {} ms",
+                    self.ctx.rpc_timeout_ms
                 );
                 tracing::warn!(
                     job = %self.job.id,
                     vertex = attempt.vertex,
                     attempt = attempt.attempt,
-                    timeout_ms = self.ctx.rpc_timeout_ms,
-                    "task submission not acknowledged in time: the task fails"
+                    "{cause}: the task fails"
                 );
+                let tm = self.task_manager_of(attempt);
+                self.view.task_failed(&self.scheduler, attempt, tm, &cause);
+                self.last_failure = Some(format!("{}: {cause}", self.vertex_name(attempt)));
                 self.push(Event::TaskFailed(attempt, FailureCause::Task));
             }
+            self.pump(task_manager);
+        }
+    }
+
+    /// Sends what `task_manager`'s submission window has room for.
+    fn pump(&mut self, task_manager: TaskManagerId) {
+        let now = self.now_ms();
+        self.submissions.pump(
+            self.ctx.registry,
+            task_manager,
+            now,
+            self.ctx.rpc_timeout_ms,
+        );
+    }
+
+    /// An answer about `attempt` came from `from`: its submission window has room again.
+    fn answered(&mut self, from: TaskManagerId, attempt: ExecutionAttemptId) {
+        if let Some(task_manager) = self.submissions.answered_by(attempt, from) {
+            self.pump(task_manager);
+        }
+    }
+
+    /// `A#3` for an attempt of vertex A's subtask 3.
+    fn vertex_name(&self, attempt: ExecutionAttemptId) -> String {
+        let v = ExecutionVertexIndex(attempt.vertex);
+        if attempt.vertex < self.scheduler.graph().num_execution_vertices() {
+            self.scheduler.graph().execution_vertex_name(v)
+        } else {
+            format!("execution vertex {}", attempt.vertex)
         }
     }
 
@@ -632,7 +711,11 @@ impl JobRun<'_> {
                 self.view.task_manager(location);
                 Some(Event::TaskManagerRegistered { location, slots })
             }
-            LoopEvent::TaskManagerLost(id) => Some(Event::TaskManagerLost(id)),
+            LoopEvent::TaskManagerLost(id) => {
+                self.submissions.task_manager_lost(id);
+                self.last_failure = Some(format!("{id} was lost"));
+                Some(Event::TaskManagerLost(id))
+            }
             LoopEvent::Cancel => {
                 self.view.cancelling();
                 Some(Event::Cancel)
@@ -643,10 +726,12 @@ impl JobRun<'_> {
                 attempt,
                 refused,
             } => {
+                if job == self.job.id {
+                    self.answered(from, attempt);
+                }
                 if !self.is_from_owner(from, job, attempt) {
                     return None;
                 }
-                self.pending_acks.remove(&attempt);
                 let reason = refused?;
                 if !self.is_live(attempt) {
                     return None;
@@ -658,6 +743,10 @@ impl JobRun<'_> {
                     from.0,
                     &format!("task submission refused: {reason}"),
                 );
+                self.last_failure = Some(format!(
+                    "{} was refused by {from}: {reason}",
+                    self.vertex_name(attempt)
+                ));
                 Some(Event::TaskFailed(attempt, FailureCause::Task))
             }
             LoopEvent::TaskState {
@@ -667,6 +756,9 @@ impl JobRun<'_> {
                 state,
                 metrics,
             } => {
+                if job == self.job.id {
+                    self.answered(from, attempt);
+                }
                 if !self.is_from_owner(from, job, attempt) {
                     return None;
                 }
@@ -681,7 +773,6 @@ impl JobRun<'_> {
                         &metrics,
                     );
                 }
-                self.pending_acks.remove(&attempt);
                 if speculative {
                     // The scheduler tells a speculative attempt's events from stale ones.
                     return self.speculative_event(attempt, state, metrics);
@@ -699,9 +790,13 @@ impl JobRun<'_> {
                     TaskState::Failed {
                         reason,
                         partition_not_found,
-                    } if !current.is_terminal() => {
-                        Some(self.failed_event(attempt, &reason, partition_not_found))
-                    }
+                        non_recoverable,
+                    } if !current.is_terminal() => Some(self.failed_event(
+                        attempt,
+                        &reason,
+                        partition_not_found,
+                        non_recoverable,
+                    )),
                     _ => None,
                 }
             }
@@ -729,7 +824,8 @@ impl JobRun<'_> {
             TaskState::Failed {
                 reason,
                 partition_not_found,
-            } => self.failed_event(attempt, &reason, partition_not_found),
+                non_recoverable,
+            } => self.failed_event(attempt, &reason, partition_not_found, non_recoverable),
         })
     }
 
@@ -742,23 +838,23 @@ impl JobRun<'_> {
         }
     }
 
-    /// A failure, logged and kept as the report's last task failure.
+    /// A failure, logged and kept as the report's last task failure; a non-recoverable one
+    /// (it would recur on every attempt) fails the job at once.
     fn failed_event(
         &mut self,
         attempt: ExecutionAttemptId,
         reason: &str,
         partition_not_found: Option<PartitionRef>,
+        non_recoverable: bool,
     ) -> Event {
-        tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, "task failed: {reason}");
+        tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, non_recoverable, "task failed: {reason}");
+        let failure = format!("{}: {reason}", self.vertex_name(attempt));
+        self.last_failure = Some(failure.clone());
+        self.last_task_failure = Some(failure);
         let tm = self.task_manager_of(attempt);
         self.view.task_failed(&self.scheduler, attempt, tm, reason);
-        self.last_task_failure = Some(format!(
-            "{}: {reason}",
-            self.scheduler
-                .graph()
-                .execution_vertex_name(ExecutionVertexIndex(attempt.vertex))
-        ));
         let cause = match partition_not_found {
+            _ if non_recoverable => FailureCause::NonRecoverable,
             Some(p) => FailureCause::PartitionNotFound(IntermediateResultPartitionId {
                 result: conflux_graph::IntermediateDataSetIndex(p.result),
                 partition: p.partition,
@@ -783,7 +879,8 @@ impl JobRun<'_> {
                         Some(tm) => tm.0,
                         None => self.deployed_on[attempt.vertex as usize],
                     };
-                    if tm != NO_TASK_MANAGER {
+                    // A submission still waiting here is withdrawn instead: never sent.
+                    if tm != NO_TASK_MANAGER && !self.submissions.withdraw(attempt) {
                         if let Some(outbox) = self.ctx.registry.outbox(TaskManagerId(tm)) {
                             outbox.send(&ToTaskManager::CancelTask(attempt));
                         }
@@ -807,7 +904,15 @@ impl JobRun<'_> {
                         self.factory.clear();
                     }
                 }
-                Command::Restart(_) => {}
+                Command::Restart(vertices) => {
+                    tracing::warn!(
+                        job = %self.job.id,
+                        restart = self.scheduler.restarts(),
+                        tasks = vertices.len(),
+                        cause = self.last_failure.as_deref().unwrap_or("unknown"),
+                        "restarting tasks after a failure"
+                    );
+                }
                 Command::JobVertexInitialized {
                     job_vertex,
                     parallelism,
@@ -881,33 +986,23 @@ impl JobRun<'_> {
             self.synthetic_bytes.as_ref(),
             &self.job.options,
         );
-        let frames: Vec<Result<bytes::Bytes, String>> = deploys
+        // A descriptor that cannot be built fails its task as any task failure; a message
+        // that cannot be encoded would fail every attempt alike: non-recoverable.
+        let frames: Vec<Result<bytes::Bytes, (String, FailureCause)>> = deploys
             .par_iter()
             .map(|(a, slot)| {
+                let task = |e: String| (e, FailureCause::Task);
                 let tdd = factory
                     .create_with(&graph, *a, *slot, scheduler)
-                    .map_err(|e| e.to_string())?;
-                let encoded = encode_tdd(&tdd).map_err(|e| e.to_string())?;
-                Ok(encode(&ToTaskManager::SubmitTask {
+                    .map_err(|e| task(e.to_string()))?;
+                let encoded = encode_tdd(&tdd).map_err(|e| task(e.to_string()))?;
+                encode(&ToTaskManager::SubmitTask {
                     tdd: bytes::Bytes::from(encoded),
                     task: task_spec(tasks, scheduler, bytes, options, *a),
-                }))
+                })
+                .map_err(|e| (e.to_string(), FailureCause::NonRecoverable))
             })
             .collect();
-        let outboxes: HashMap<TaskManagerId, Outbox> = {
-            let registry = self.ctx.registry.lock();
-            deploys
-                .iter()
-                .filter_map(|(_, slot)| {
-                    registry
-                        .alive
-                        .get(&slot.task_manager)
-                        .map(|e| (slot.task_manager, e.outbox.clone()))
-                })
-                .collect()
-        };
-        let now = self.now_ms();
-        let deadline = now + self.ctx.rpc_timeout_ms;
         self.first_submission.get_or_insert_with(Instant::now);
         let mut per_task_manager: HashMap<TaskManagerId, u64> = HashMap::new();
         for ((attempt, slot), frame) in deploys.into_iter().zip(frames) {
@@ -916,9 +1011,12 @@ impl JobRun<'_> {
                     self.ctx.metrics.descriptor_bytes.inc_by(frame.len() as u64);
                     frame
                 }
-                Err(e) => {
+                Err((e, cause)) => {
                     tracing::warn!(job = %self.job.id, vertex = attempt.vertex, "descriptor: {e}");
-                    self.push(Event::TaskFailed(attempt, FailureCause::Task));
+                    let failure = format!("{}: {e}", self.vertex_name(attempt));
+                    self.last_failure = Some(failure.clone());
+                    self.last_task_failure = Some(failure);
+                    self.push(Event::TaskFailed(attempt, cause));
                     continue;
                 }
             };
@@ -933,13 +1031,10 @@ impl JobRun<'_> {
                 .entry(slot.task_manager)
                 .or_default() += 1;
             *per_task_manager.entry(slot.task_manager).or_default() += 1;
-            // A TaskManager lost since the scheduler chose it: its loss event is queued and
-            // fails the task; the acknowledgement timeout covers a message lost on the way.
-            if let Some(outbox) = outboxes.get(&slot.task_manager) {
-                outbox.send_encoded(frame);
-            }
-            self.pending_acks.insert(attempt, deadline);
-            self.ack_deadlines.push_back((deadline, attempt));
+            self.submissions.push(slot.task_manager, attempt, frame);
+        }
+        for &tm in per_task_manager.keys() {
+            self.pump(tm);
         }
         let mut registry = self.ctx.registry.lock();
         for (tm, n) in per_task_manager {

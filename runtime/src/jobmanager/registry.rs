@@ -48,9 +48,10 @@ impl Outbox {
         )
     }
 
-    /// Queues a message; false when the connection is gone.
+    /// Queues a message; false when the connection is gone or the message does not encode
+    /// (logged).
     pub(crate) fn send(&self, message: &ToTaskManager) -> bool {
-        self.normal.send(encode(message)).is_ok()
+        encoded(message).is_some_and(|frame| self.normal.send(frame).is_ok())
     }
 
     /// Queues already encoded bytes.
@@ -59,8 +60,15 @@ impl Outbox {
     }
 
     fn send_priority(&self, message: &ToTaskManager) -> bool {
-        self.priority.send(encode(message)).is_ok()
+        encoded(message).is_some_and(|frame| self.priority.send(frame).is_ok())
     }
+}
+
+/// The frame of `message`, or `None` (logged) when it does not encode.
+fn encoded(message: &ToTaskManager) -> Option<Bytes> {
+    encode(message)
+        .map_err(|e| tracing::error!("message to a TaskManager not sent: {e}"))
+        .ok()
 }
 
 /// Why a TaskManager is lost.
@@ -280,7 +288,9 @@ impl Registry {
             let on_channel = entry
                 .heartbeat_channel
                 .as_ref()
-                .is_some_and(|(channel, _)| channel.send(encode(&request)).is_ok());
+                .is_some_and(|(channel, _)| {
+                    encoded(&request).is_some_and(|frame| channel.send(frame).is_ok())
+                });
             if on_channel || entry.outbox.send_priority(&request) {
                 entry.heartbeats_sent.insert(seq, now);
             }

@@ -30,9 +30,9 @@ fn ship_strategy(edge: &conflux_graph::JobEdge) -> String {
     }
 }
 
-/// The plan as Flink's `JsonPlanGenerator` writes it. O(V + E).
-fn plan(id: JobId, graph: &ExecutionGraph) -> Plan {
-    let job = graph.job_graph();
+/// The plan as Flink's `JsonPlanGenerator` writes it, each vertex with its parallelism in
+/// `parallelisms` (0: undecided). O(V + E).
+fn plan(id: JobId, job: &JobGraph, parallelisms: &[u32]) -> Plan {
     let nodes = job
         .vertex_indices()
         .map(|j| {
@@ -52,7 +52,7 @@ fn plan(id: JobId, graph: &ExecutionGraph) -> Plan {
                 .collect();
             PlanNode {
                 id: job_vertex_id(job.vertex_id(j)).to_string(),
-                parallelism: parallelism(graph, j),
+                parallelism: rest_parallelism(parallelisms[j.idx()]),
                 operator: String::new(),
                 operator_strategy: String::new(),
                 description: job
@@ -79,16 +79,48 @@ fn rest_job_type(job: &JobGraph) -> JobType {
 }
 
 /// A vertex's parallelism as the REST API shows it: -1 while undecided (no subtasks yet).
-fn parallelism(graph: &ExecutionGraph, j: JobVertexIndex) -> i64 {
-    match graph.parallelism_of(j) {
+fn rest_parallelism(p: u32) -> i64 {
+    match p {
         0 => -1,
         p => i64::from(p),
     }
 }
 
-/// The view of a job just submitted at `now_ms` (CREATED, every task CREATED). O(V + E).
-pub(crate) fn job_view(id: JobId, graph: &ExecutionGraph, now_ms: i64) -> Arc<JobView> {
+/// The view of a job that starts, submitted at `submitted_ms` (CREATED, every task of an
+/// initialised vertex CREATED), from its execution graph. O(V + E).
+pub(crate) fn job_view(id: JobId, graph: &ExecutionGraph, submitted_ms: i64) -> Arc<JobView> {
     let job = graph.job_graph();
+    let parallelisms: Vec<u32> = job
+        .vertex_indices()
+        .map(|j| graph.parallelism_of(j))
+        .collect();
+    view_of(id, job, &parallelisms, submitted_ms)
+}
+
+/// The view of a job queued at `now_ms`, from its job graph: each vertex at its parallelism,
+/// an undecided one at none (-1) when it is `decided_at_run_time`. O(V + E).
+pub(crate) fn queued_view(
+    id: JobId,
+    job: &JobGraph,
+    decided_at_run_time: bool,
+    now_ms: i64,
+) -> Arc<JobView> {
+    let parallelisms: Vec<u32> = job
+        .vertex_indices()
+        .map(|j| {
+            let v = job.vertex(j);
+            if decided_at_run_time && v.undecided {
+                0
+            } else {
+                v.parallelism
+            }
+        })
+        .collect();
+    view_of(id, job, &parallelisms, now_ms)
+}
+
+/// The view of `job` with `parallelisms` per vertex, CREATED at `now_ms`. O(V + E).
+fn view_of(id: JobId, job: &JobGraph, parallelisms: &[u32], now_ms: i64) -> Arc<JobView> {
     let vertices = job
         .vertex_indices()
         .map(|j| VertexInfo {
@@ -98,21 +130,17 @@ pub(crate) fn job_view(id: JobId, graph: &ExecutionGraph, now_ms: i64) -> Arc<Jo
             slot_sharing_group_id: slot_sharing_group_id(id, job.slot_sharing_group(j)),
         })
         .collect();
-    let parallelisms: Vec<u32> = job
-        .vertex_indices()
-        .map(|j| graph.parallelism_of(j))
-        .collect();
     let info = JobInfo {
         id,
         name: job.name().to_owned(),
         job_type: rest_job_type(job),
         vertices,
-        plan: plan(id, graph),
+        plan: plan(id, job, parallelisms),
     };
     Arc::new(JobView::new(
         info,
-        JobSnapshot::submitted(now_ms, &parallelisms),
-        &parallelisms,
+        JobSnapshot::submitted(now_ms, parallelisms),
+        parallelisms,
     ))
 }
 

@@ -360,7 +360,7 @@ async fn serve_client(
                 }
             }
         };
-        conn.send(encode(&response))
+        conn.send(encode(&response)?)
             .await
             .map_err(|source| RpcError::Io {
                 peer: peer.to_owned(),
@@ -376,7 +376,10 @@ fn serde_json_report(report: &crate::report::JobReport) -> Result<String, String
 /// A whole refusal frame (length prefix included), for a connection that gets nothing else.
 fn refusal_frame(reason: &str) -> bytes::Bytes {
     use bytes::BufMut;
-    let body = crate::connection::handshake_frame(&HandshakeReply::Refused(reason.to_owned()));
+    let Ok(body) = crate::connection::handshake_frame(&HandshakeReply::Refused(reason.to_owned()))
+    else {
+        return bytes::Bytes::new();
+    };
     let mut frame = bytes::BytesMut::with_capacity(4 + body.len());
     frame.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
     frame.put_slice(&body);

@@ -152,14 +152,12 @@ async fn read_from(
         version: DATA_PROTOCOL_VERSION,
         token: settings.token.clone(),
     };
-    sink.send(encode(&hello))
-        .await
-        .map_err(|e| lost(e.to_string()))?;
+    let hello = encode(&hello).map_err(|e| lost(e.to_string()))?;
+    sink.send(hello).await.map_err(|e| lost(e.to_string()))?;
     for (i, c) in channels.iter().enumerate() {
         let channel = u32::try_from(i).unwrap_or(u32::MAX);
-        sink.send(encode(&request(settings, channel, c)))
-            .await
-            .map_err(|e| lost(e.to_string()))?;
+        let frame = encode(&request(settings, channel, c)).map_err(|e| lost(e.to_string()))?;
+        sink.send(frame).await.map_err(|e| lost(e.to_string()))?;
     }
     let (credit_tx, mut credit_rx) = mpsc::unbounded_channel::<u32>();
     let mut open = channels.len();
@@ -182,7 +180,8 @@ async fn read_from(
                     *freed.entry(c).or_default() += 1;
                 }
                 for (channel, credit) in freed {
-                    if sink.send(encode(&DataRequest::Credit { channel, credit })).await.is_err() {
+                    let frame = encode(&DataRequest::Credit { channel, credit }).map_err(|e| (open_partition(&done), e.to_string()))?;
+                    if sink.send(frame).await.is_err() {
                         return Err((open_partition(&done), format!("data connection to {address} lost")));
                     }
                 }
@@ -228,7 +227,8 @@ async fn read_from(
                             return Err((c.partition, format!("{address}: {reason}")));
                         }
                         tokio::time::sleep(settings.backoff * (1 << retries[i].min(10))).await;
-                        if sink.send(encode(&request(settings, channel, c))).await.is_err() {
+                        let frame = encode(&request(settings, channel, c)).map_err(|e| (c.partition, e.to_string()))?;
+                        if sink.send(frame).await.is_err() {
                             return Err((c.partition, format!("data connection to {address} lost")));
                         }
                     }

@@ -205,10 +205,13 @@ impl ChannelStream {
             DataResponse::Buffer { data, .. } => data.len() + 32,
             _ => 0,
         };
-        self.out
-            .send(encode_with_capacity(response, capacity))
-            .await
-            .is_ok()
+        match encode_with_capacity(response, capacity) {
+            Ok(frame) => self.out.send(frame).await.is_ok(),
+            Err(e) => {
+                tracing::error!("data response not sent: {e}");
+                false
+            }
+        }
     }
 
     /// Waits for one credit; false when the connection is gone.

@@ -60,6 +60,7 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
             let state = TaskState::Failed {
                 reason,
                 partition_not_found: None,
+                non_recoverable: false,
             };
             report(&ctx, &tdd, state, TaskMetrics::default());
             return;
@@ -85,6 +86,7 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
                 .map_err(|f| TaskState::Failed {
                     reason: f.reason,
                     partition_not_found: f.partition_not_found,
+                    non_recoverable: f.non_recoverable,
                 });
             if outcome.is_ok() && ctx.slowdown > 1.0 {
                 // Cancelled here like any task: a slow attempt that lost its race stops.
@@ -98,9 +100,15 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
     match outcome {
         Ok(metrics) => report(&ctx, &tdd, TaskState::Finished, metrics),
         Err(state) => {
-            if let TaskState::Failed { reason, .. } = &state {
+            if let TaskState::Failed {
+                reason,
+                non_recoverable,
+                ..
+            } = &state
+            {
                 tracing::info!(
                     vertex = tdd.execution_attempt.vertex,
+                    non_recoverable,
                     "task failed: {reason}"
                 );
             }
@@ -163,6 +171,7 @@ async fn synthetic(task: SyntheticTask, slowdown: f64) -> Result<TaskMetrics, Ta
         Err(TaskState::Failed {
             reason: "injected failure".into(),
             partition_not_found: None,
+            non_recoverable: false,
         })
     } else {
         // A synthetic task writes nothing: it reports the bytes it was told it wrote.

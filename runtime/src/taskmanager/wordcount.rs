@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use crate::metrics::TaskIo;
 use crate::protocol::{PartitionRef, TaskMetrics, WordCountRole, WordCountTask};
 use crate::shuffle::input::{spawn_readers, InputChannel, InputEvent, InputSettings};
-use crate::shuffle::partition_file::{PartitionFileWriter, MAX_BUFFER_BYTES};
+use crate::shuffle::partition_file::{PartitionFileError, PartitionFileWriter, MAX_BUFFER_BYTES};
 use crate::shuffle::partitions::{PipelinedItem, PipelinedPartition, ResultPartitionManager};
 
 /// Why a word count task failed.
@@ -30,6 +30,8 @@ use crate::shuffle::partitions::{PipelinedItem, PipelinedPartition, ResultPartit
 pub(crate) struct TaskFailure {
     pub(crate) reason: String,
     pub(crate) partition_not_found: Option<PartitionRef>,
+    /// Every attempt would fail the same way (see [`recurs`]).
+    pub(crate) non_recoverable: bool,
 }
 
 impl TaskFailure {
@@ -37,8 +39,47 @@ impl TaskFailure {
         TaskFailure {
             reason: reason.to_string(),
             partition_not_found: None,
+            non_recoverable: false,
         }
     }
+
+    /// A failure of the output directory or the partition files: non-recoverable when the
+    /// file system's answer would be the same on every attempt.
+    fn storage(reason: impl std::fmt::Display, recurs: bool) -> TaskFailure {
+        TaskFailure {
+            non_recoverable: recurs,
+            ..TaskFailure::new(reason)
+        }
+    }
+
+    fn partition_file(e: PartitionFileError) -> TaskFailure {
+        let recurs = match &e {
+            PartitionFileError::Quota { alone, .. } => *alone,
+            _ => false,
+        };
+        TaskFailure::storage(e, recurs)
+    }
+}
+
+/// Whether a file-system error writing the output directory would recur on every attempt: no
+/// permission, a read-only file system, a full disk or quota, a path through a file, a file
+/// too large. Anything else (an interrupted or timed-out operation, a directory removed
+/// meanwhile) may pass on a retry.
+fn recurs(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::PermissionDenied
+            | ErrorKind::ReadOnlyFilesystem
+            | ErrorKind::StorageFull
+            | ErrorKind::NotADirectory
+            | ErrorKind::FileTooLarge
+    ) || e.raw_os_error() == Some(rustix::io::Errno::DQUOT.raw_os_error())
+}
+
+/// Whether a sink error would recur on every attempt ([`recurs`] for its file system error).
+fn sink_recurs(e: &conflux_operators::SinkError) -> bool {
+    matches!(e, conflux_operators::SinkError::Io { source, .. } if recurs(source))
 }
 
 impl From<conflux_operators::EncodeError> for TaskFailure {
@@ -288,16 +329,16 @@ fn run_source(
             subpartitions,
             Arc::clone(partitions.quota()),
         )
-        .map_err(TaskFailure::new)?;
+        .map_err(TaskFailure::partition_file)?;
         let mut append = |s: u32, buf: &[u8]| {
             count(s, buf);
-            file.append(s, buf).map_err(TaskFailure::new)
+            file.append(s, buf).map_err(TaskFailure::partition_file)
         };
         emit(words, &routed, cancel, &io.records_out, |sub, record| {
             writer.write_record(sub, record, &mut append)
         })?;
         writer.flush(&mut append)?;
-        let size = file.finish().map_err(TaskFailure::new)?;
+        let size = file.finish().map_err(TaskFailure::partition_file)?;
         partitions
             .register_blocking(job, id, path, size)
             .map_err(TaskFailure::new)?;
@@ -381,18 +422,24 @@ fn publish_counts(
     cancel: &AtomicBool,
 ) -> Result<(), TaskFailure> {
     let own = dir.join(format!(".attempt-{}-{}", attempt.vertex, attempt.attempt));
-    std::fs::create_dir_all(&own)
-        .map_err(|e| TaskFailure::new(format!("output directory {}: {e}", own.display())))?;
-    let written = write_counts(&own, subtask, counts).map_err(TaskFailure::new);
+    std::fs::create_dir_all(&own).map_err(|e| {
+        TaskFailure::storage(
+            format!("output directory {}: {e}", own.display()),
+            recurs(&e),
+        )
+    })?;
+    let written = write_counts(&own, subtask, counts).map_err(|e| {
+        let recurs = sink_recurs(&e);
+        TaskFailure::storage(e, recurs)
+    });
     let published = written.and_then(|(path, _)| {
         cancelled(cancel)?;
         let target = dir.join(path.file_name().unwrap_or_default());
         std::fs::rename(&path, &target).map_err(|e| {
-            TaskFailure::new(format!(
-                "moving {} to {}: {e}",
-                path.display(),
-                target.display()
-            ))
+            TaskFailure::storage(
+                format!("moving {} to {}: {e}", path.display(), target.display()),
+                recurs(&e),
+            )
         })
     });
     // Left behind only when the process dies here; the next attempt's name differs.
@@ -439,6 +486,7 @@ fn run_count(
                         result: partition.result,
                         partition: partition.partition,
                     }),
+                    non_recoverable: false,
                 });
             }
             None => return Err(TaskFailure::new("the input readers stopped")),

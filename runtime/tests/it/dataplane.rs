@@ -115,6 +115,10 @@ async fn blocking_word_count_counts_every_word() {
     .expect("verifies");
     assert!(verification.verified(), "{verification:?}");
     assert_eq!(verification.words_found, data.words);
+    assert!(
+        dir.path().join("out").join("_SUCCESS").exists(),
+        "a finished job's output is marked complete"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -311,11 +311,18 @@ async fn a_job_submitted_before_any_task_manager_runs_when_they_register() {
     jm.shutdown().await;
 }
 
+/// The JobManager follows the scheduler's rule for a slot request that times out (Flink's bulk
+/// checker): the tasks fail with `NoResourceAvailableException` through the restart strategy,
+/// here two restarts after 50 ms, and the job fails at the third timeout.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_that_cannot_get_its_slots_fails_after_the_slot_request_timeout() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut config = jm_config(dir.path());
     config.scheduler.slot_request_timeout_ms = 300;
+    config.scheduler.restart = conflux_scheduler::RestartStrategy::FixedDelay {
+        attempts: 2,
+        delay_ms: 50,
+    };
     let jm = start_jm(config).await;
     let _a = Tm::spawn(tm_config(
         &jm.address().to_string(),
@@ -331,9 +338,17 @@ async fn a_job_that_cannot_get_its_slots_fails_after_the_slot_request_timeout() 
     )
     .await;
     assert_eq!(report.status, "FAILED", "{report:?}");
+    assert_eq!(report.restarts, 2, "{report:?}");
     let reason = report.failure_reason.expect("a failure reason");
-    assert!(reason.to_lowercase().contains("slot"), "{reason}");
-    assert!(report.wall_ms.total >= 300.0, "{:?}", report.wall_ms);
+    assert!(
+        reason.contains("NoResourceAvailableException: could not acquire a slot within 300 ms"),
+        "{reason}"
+    );
+    assert!(
+        report.wall_ms.total >= 3.0 * 300.0 + 2.0 * 50.0,
+        "{:?}",
+        report.wall_ms
+    );
     jm.shutdown().await;
 }
 

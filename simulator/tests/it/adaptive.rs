@@ -76,6 +76,9 @@ fn faults_and_budgets_change_nothing_decided() {
     for seed in 0..20 {
         let mut config = SimulationConfig::for_job_type(JobType::Batch);
         config.seed = seed;
+        config.scheduler.restart = conflux_scheduler::RestartStrategy::exponential_default(
+            conflux_scheduler::FLINK_MAX_ATTEMPTS,
+        );
         config.faults = Faults {
             task_failure: 0.2,
             partition_not_found: 0.2,

@@ -41,6 +41,7 @@ use crate::report::{
     AdaptiveJobReport, JobReport, SpeculativeAttemptsReport, TaskManagerReport, WallMs,
 };
 use crate::rss::peak_rss_bytes;
+use crate::secret::Secret;
 use speculative::SpeculativeRuns;
 use task_spec::task_spec;
 
@@ -174,6 +175,8 @@ struct JobRun<'a> {
 /// What the loop keeps of a prepared job besides its scheduler.
 struct JobParts {
     id: JobId,
+    /// The job's data secret: its consumers present it to the data servers of its producers.
+    secret: Secret,
     name: String,
     tasks: Vec<Option<WordCountTask>>,
     options: JobOptions,
@@ -197,8 +200,23 @@ pub(crate) fn run_job(
         submitted,
         estimate_reason,
     } = job;
+    let secret = match Secret::random() {
+        Ok(secret) => secret,
+        Err(e) => {
+            return JobReport {
+                job_id: id.to_string(),
+                job: name,
+                status: JobStatus::Failed.as_str().to_owned(),
+                failure_reason: Some(format!(
+                    "no data secret: the system's random generator failed: {e}"
+                )),
+                ..JobReport::default()
+            }
+        }
+    };
     let job = JobParts {
         id,
+        secret,
         name,
         tasks,
         options,
@@ -799,10 +817,11 @@ impl JobRun<'_> {
         }
         let factory = &self.factory;
         let scheduler = &self.scheduler;
-        let (tasks, bytes, options) = (
+        let (tasks, bytes, options, job_secret) = (
             &self.job.tasks,
             self.synthetic_bytes.as_ref(),
             &self.job.options,
+            self.job.secret,
         );
         let frames: Vec<Result<bytes::Bytes, String>> = deploys
             .par_iter()
@@ -814,6 +833,7 @@ impl JobRun<'_> {
                 Ok(encode(&ToTaskManager::SubmitTask {
                     tdd: bytes::Bytes::from(encoded),
                     task: task_spec(tasks, scheduler, bytes, options, *a),
+                    job_secret,
                 }))
             })
             .collect();

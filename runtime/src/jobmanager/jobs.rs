@@ -94,22 +94,6 @@ impl Jobs {
             .collect()
     }
 
-    /// The jobs queued or running (whose partitions a TaskManager keeps).
-    pub(crate) fn live(&self) -> Vec<JobId> {
-        let table = self.lock();
-        table
-            .order
-            .iter()
-            .filter(|id| {
-                table
-                    .entries
-                    .get(id)
-                    .is_some_and(|e| e.status == "QUEUED" || e.status == "RUNNING")
-            })
-            .copied()
-            .collect()
-    }
-
     pub(crate) fn cancel(&self, id: JobId) -> Result<(), JobManagerError> {
         let mut table = self.lock();
         let entry = table

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::support::{conflux, repo};
 
 /// A child process, killed (continued first when stopped) and reaped when dropped.
-struct Proc {
+pub(crate) struct Proc {
     child: Child,
     name: String,
     /// Standard error goes to this file.
@@ -25,10 +25,25 @@ struct Proc {
 impl Proc {
     /// Starts `conflux ARGS` with `RUST_LOG=info`, standard output and error to files in `dir`
     /// named after `name`. With `stdin_piped`, standard input stays open for the child's life.
-    fn start(name: &str, args: &[&str], dir: &Path, stdin_piped: bool) -> Proc {
+    pub(crate) fn start(name: &str, args: &[&str], dir: &Path, stdin_piped: bool) -> Proc {
+        Proc::start_with_tmpdir(name, args, dir, stdin_piped, None)
+    }
+
+    /// [`Proc::start`] with `TMPDIR` set to `tmpdir` (where its working directories go).
+    pub(crate) fn start_with_tmpdir(
+        name: &str,
+        args: &[&str],
+        dir: &Path,
+        stdin_piped: bool,
+        tmpdir: Option<&Path>,
+    ) -> Proc {
         let log = dir.join(format!("{name}.log"));
         let out = dir.join(format!("{name}.out"));
-        let child = Command::new(env!("CARGO_BIN_EXE_conflux"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_conflux"));
+        if let Some(tmpdir) = tmpdir {
+            command.env("TMPDIR", tmpdir);
+        }
+        let child = command
             .args(args)
             .current_dir(repo())
             .env("RUST_LOG", "info")
@@ -50,20 +65,20 @@ impl Proc {
         }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         std::fs::read_to_string(&self.out).unwrap_or_default()
     }
 
     /// Sends `signal` (`STOP`, `CONT`, `KILL`) with kill(1).
-    fn signal(&mut self, signal: &str) {
+    pub(crate) fn signal(&mut self, signal: &str) {
         let status = Command::new("kill")
             .arg(format!("-{signal}"))
             .arg(self.pid().to_string())
@@ -78,7 +93,7 @@ impl Proc {
     }
 
     /// Waits (at most `limit`) for the process to exit.
-    fn wait(&mut self, limit: Duration) -> ExitStatus {
+    pub(crate) fn wait(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
@@ -97,13 +112,13 @@ impl Proc {
     }
 
     /// SIGKILL and reap.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
     /// Waits (at most `limit`) until its log contains `text` `times` times; returns the log.
-    fn wait_for_log(&mut self, text: &str, times: usize, limit: Duration) -> String {
+    pub(crate) fn wait_for_log(&mut self, text: &str, times: usize, limit: Duration) -> String {
         let deadline = Instant::now() + limit;
         loop {
             let log = self.log();
@@ -140,7 +155,7 @@ impl Drop for Proc {
 }
 
 /// `conflux generate wordcount` into `dir/NAME`; returns the path.
-fn word_count(dir: &Path, parallelism: u32, partition_type: &str) -> String {
+pub(crate) fn word_count(dir: &Path, parallelism: u32, partition_type: &str) -> String {
     let path = dir.join(format!("wordcount-{parallelism}-{partition_type}.json"));
     let path = path.to_str().expect("utf-8 path").to_owned();
     let out = conflux(&[

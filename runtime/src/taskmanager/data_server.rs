@@ -347,8 +347,17 @@ impl Connection {
         let mut frame = 0u64;
         let stop = loop {
             frame += 1;
-            // Finished channels' tasks are reaped.
-            while tasks.try_join_next().is_some() {}
+            // Finished channels' tasks are reaped, and their entries dropped: the maps hold the
+            // open channels (and those ended since the last frame).
+            while let Some(ended) = tasks.try_join_next() {
+                let Ok(channel) = ended else { continue };
+                if let Some(open) = channels.get(&channel) {
+                    if open.state.ended.load(Ordering::Acquire) {
+                        by_partition.remove(&open.partition);
+                        channels.remove(&channel);
+                    }
+                }
+            }
             let deadline = self.activity.idle_deadline(idle);
             let body = tokio::select! {
                 body = frames.next() => body,
@@ -476,6 +485,7 @@ impl Connection {
                     tasks.spawn(async move {
                         stream.run(held).await;
                         drop(alive);
+                        channel
                     });
                 }
                 DataRequest::Credit { channel, credit } => {

@@ -28,10 +28,10 @@ mod plan;
 mod progress;
 mod restart;
 mod run;
-mod run_dir;
 mod s3;
 mod speculative;
 mod usage;
+mod work_dir;
 
 pub(crate) use failure::Failure;
 pub(crate) use input::read_input;

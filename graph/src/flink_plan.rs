@@ -316,14 +316,11 @@ fn read_node(position: usize, node: NodeFields) -> Result<FlinkNode, GraphError>
     let non_empty = |s: Option<String>| s.filter(|s| !s.is_empty());
     let operator = non_empty(text("operator", node.operator)?);
     let contents = non_empty(text("contents", node.contents)?);
-    let name = operator
-        .or(contents)
-        .map(|n| decode_text(&n))
-        .or_else(|| {
-            let d = description.as_deref()?;
-            let first = d.split_once('\n').map_or(d, |(first, _)| first);
-            (!first.is_empty()).then(|| first.to_owned())
-        });
+    let name = operator.or(contents).map(|n| decode_text(&n)).or_else(|| {
+        let d = description.as_deref()?;
+        let first = d.split_once('\n').map_or(d, |(first, _)| first);
+        (!first.is_empty()).then(|| first.to_owned())
+    });
     let parallelism = match node.parallelism {
         None => {
             return Err(GraphError::FlinkPlan(format!(

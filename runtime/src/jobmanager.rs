@@ -32,7 +32,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::config::JobManagerConfig;
-use crate::protocol::{JobSubmission, JobSummary};
+use crate::protocol::{JobSubmission, JobSummary, MAX_CREDIT};
 use crate::report::JobReport;
 pub use invokables::{word_count_job, word_count_job_as_run};
 use job_loop::LoopContext;
@@ -109,6 +109,8 @@ pub struct TaskManagerInfo {
     pub id: TaskManagerId,
     /// Its process id.
     pub pid: u32,
+    /// Where its data server listens.
+    pub data_address: SocketAddr,
     /// Slots it offers.
     pub slots: u32,
     /// Tasks of the running (or last) job submitted to it.
@@ -275,11 +277,12 @@ impl JobManager {
         let registry = self.shared.registry.lock();
         registry
             .alive
-            .keys()
-            .filter_map(|id| {
+            .iter()
+            .filter_map(|(id, entry)| {
                 registry.records.get(id).map(|r| TaskManagerInfo {
                     id: *id,
                     pid: r.pid,
+                    data_address: entry.location.data_address,
                     slots: r.slots,
                     job_tasks: r.job_tasks,
                 })
@@ -352,6 +355,14 @@ pub(crate) async fn submit(
         .acquire()
         .await
         .map_err(|_| JobManagerError::ShuttingDown)?;
+    // The CLI's --buffers-per-channel range, held for every client: credit 0 would stall every
+    // channel, and a credit without bound would let queues grow without bound.
+    let credit = submission.options.credit;
+    if !(1..=MAX_CREDIT).contains(&credit) {
+        return Err(invalid(format!(
+            "credit {credit} (buffers per channel) is not within 1..={MAX_CREDIT}"
+        )));
+    }
     let options = submission.options.clone();
     let job_options = submission.options.clone();
     let scheduler_config = shared.config.scheduler;

@@ -21,6 +21,7 @@ mod jobmanager;
 pub mod protocol;
 pub mod report;
 mod rss;
+pub mod secret;
 pub mod shuffle;
 mod taskmanager;
 pub mod thread_priority;

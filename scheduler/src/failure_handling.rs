@@ -51,6 +51,10 @@ impl Scheduler {
                 "PartitionNotFoundException: {}",
                 conflux_deploy::partition_name(&self.graph, *p)
             ),
+            // Fails the job before failure handling (never restarted); named for completeness.
+            TaskFailure::Reported(FailureCause::NonRecoverable) => {
+                "non-recoverable failure".to_owned()
+            }
             TaskFailure::NoResourceAvailable(why) => format!("NoResourceAvailableException: {why}"),
         }
     }

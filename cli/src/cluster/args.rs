@@ -163,7 +163,7 @@ pub(crate) struct JobManagerArgs {
     /// server; default: the listen address's IP.
     #[arg(long)]
     pub(crate) advertised_address: Option<String>,
-    /// The blob server's storage directory (default: a temporary directory).
+    /// The blob server's storage directory (default: a temporary directory, removed at exit).
     #[arg(long, value_parser = Utf8Path)]
     pub(crate) blob_dir: Option<PathBuf>,
     /// Shared secret TaskManagers and clients must present.
@@ -232,10 +232,8 @@ pub(crate) fn jobmanager_config(
 
 impl JobManagerArgs {
     pub(crate) fn config(&self) -> Result<JobManagerConfig, Failure> {
-        let blob_dir = match &self.blob_dir {
-            Some(dir) => dir.clone(),
-            None => std::env::temp_dir().join(format!("conflux-jobmanager-{}", std::process::id())),
-        };
+        // Without --blob-dir, `jobmanager` sets its working directory once the flags are valid.
+        let blob_dir = self.blob_dir.clone().unwrap_or_default();
         let mut config = jobmanager_config(
             self.address,
             blob_dir,
@@ -262,7 +260,8 @@ pub(crate) struct TaskManagerArgs {
     /// Slots offered, 1 to 65,536.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub(crate) slots: u32,
-    /// Working directory (blob cache); default: a temporary directory.
+    /// Working directory (blob cache, partitions); default: a temporary directory, removed at
+    /// exit. Its partitions are deleted at exit either way.
     #[arg(long, value_parser = Utf8Path)]
     pub(crate) data_dir: Option<PathBuf>,
     /// The IP its data server binds and advertises in ShuffleDescriptors (default 127.0.0.1).
@@ -292,12 +291,9 @@ pub(crate) struct TaskManagerArgs {
 
 impl TaskManagerArgs {
     pub(crate) fn config(&self) -> Result<TaskManagerConfig, Failure> {
-        let data_dir = match &self.data_dir {
-            Some(dir) => dir.clone(),
-            None => {
-                std::env::temp_dir().join(format!("conflux-taskmanager-{}", std::process::id()))
-            }
-        };
+        // Without --data-dir, `taskmanager` sets its working directory once the flags are
+        // valid.
+        let data_dir = self.data_dir.clone().unwrap_or_default();
         let mut config = TaskManagerConfig::new(self.jobmanager.clone(), self.slots, data_dir);
         config.advertised_host = self.advertised_address;
         config.token.clone_from(&self.token);

@@ -26,9 +26,24 @@ impl Proc {
     /// Starts `conflux ARGS` with `RUST_LOG=info`, standard output and error to files in `dir`
     /// named after `name`. With `stdin_piped`, standard input stays open for the child's life.
     pub(crate) fn start(name: &str, args: &[&str], dir: &Path, stdin_piped: bool) -> Proc {
+        Proc::start_with_tmpdir(name, args, dir, stdin_piped, None)
+    }
+
+    /// [`Proc::start`] with `TMPDIR` set to `tmpdir` (where its working directories go).
+    pub(crate) fn start_with_tmpdir(
+        name: &str,
+        args: &[&str],
+        dir: &Path,
+        stdin_piped: bool,
+        tmpdir: Option<&Path>,
+    ) -> Proc {
         let log = dir.join(format!("{name}.log"));
         let out = dir.join(format!("{name}.out"));
-        let child = Command::new(env!("CARGO_BIN_EXE_conflux"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_conflux"));
+        if let Some(tmpdir) = tmpdir {
+            command.env("TMPDIR", tmpdir);
+        }
+        let child = command
             .args(args)
             .current_dir(repo())
             .env("RUST_LOG", "info")

@@ -51,6 +51,7 @@ use crate::report::{
     AdaptiveJobReport, JobReport, SpeculativeAttemptsReport, TaskManagerReport, WallMs,
 };
 use crate::rss::peak_rss_bytes;
+use crate::secret::Secret;
 use speculative::SpeculativeRuns;
 use submissions::Submissions;
 use task_spec::task_spec;
@@ -206,6 +207,8 @@ struct JobRun<'a> {
 /// What the loop keeps of a prepared job besides its scheduler.
 struct JobParts {
     id: JobId,
+    /// The job's data secret: its consumers present it to the data servers of its producers.
+    secret: Secret,
     name: String,
     tasks: Vec<Option<WordCountTask>>,
     options: JobOptions,
@@ -242,6 +245,14 @@ pub(crate) fn run_job(
         tasks: execution_vertices,
         ..JobReport::default()
     };
+    let secret = match Secret::random() {
+        Ok(secret) => secret,
+        Err(e) => {
+            return failed(format!(
+                "no data secret: the system's random generator failed: {e}"
+            ))
+        }
+    };
     let output = options.output_dir.clone();
     if let Some(dir) = &output {
         // A marker of an earlier run must not mark this one complete.
@@ -255,6 +266,7 @@ pub(crate) fn run_job(
     };
     let job = JobParts {
         id,
+        secret,
         name,
         tasks,
         options,
@@ -909,10 +921,11 @@ impl JobRun<'_> {
         }
         let factory = &self.factory;
         let scheduler = &self.scheduler;
-        let (tasks, bytes, options) = (
+        let (tasks, bytes, options, job_secret) = (
             &self.job.tasks,
             self.synthetic_bytes.as_ref(),
             &self.job.options,
+            self.job.secret,
         );
         // A descriptor that cannot be built fails its task as any task failure; a message
         // that cannot be encoded would fail every attempt alike: non-recoverable.
@@ -927,6 +940,7 @@ impl JobRun<'_> {
                 encode(&ToTaskManager::SubmitTask {
                     tdd: bytes::Bytes::from(encoded),
                     task: task_spec(tasks, scheduler, bytes, options, *a),
+                    job_secret,
                 })
                 .map_err(|e| (e.to_string(), FailureCause::NonRecoverable))
             })

@@ -252,22 +252,6 @@ impl Jobs {
             .collect()
     }
 
-    /// The jobs queued or running (whose partitions a TaskManager keeps).
-    pub(crate) fn live(&self) -> Vec<JobId> {
-        let table = self.lock();
-        table
-            .order
-            .values()
-            .filter(|id| {
-                table
-                    .entries
-                    .get(id)
-                    .is_some_and(|e| !matches!(e.phase, Phase::Ended))
-            })
-            .copied()
-            .collect()
-    }
-
     /// Cancels a job: a queued one ends CANCELED at once, a running one is told to cancel;
     /// an ended one stays as it ended.
     ///

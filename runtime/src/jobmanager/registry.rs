@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::connection::encode;
 use crate::jobmanager::job_loop::LoopEvent;
 use crate::protocol::{TaskManagerStats, ToTaskManager};
+use crate::secret::Secret;
 
 /// The sending side of one TaskManager connection: heartbeats jump the queue of task messages.
 #[derive(Clone, Debug)]
@@ -81,6 +82,8 @@ pub(crate) enum LossReason {
 
 pub(crate) struct Registered {
     pub(crate) location: TaskManagerLocation,
+    /// The secret it got at registration, which its heartbeat connection must present.
+    secret: Secret,
     pub(crate) slots: u32,
     pub(crate) outbox: Outbox,
     /// Wakes the connection's reader so that it closes the socket when the TaskManager is lost.
@@ -144,6 +147,7 @@ impl Registry {
         slots: u32,
         data_address: SocketAddr,
         pid: u32,
+        secret: Secret,
         outbox: Outbox,
         closed: Arc<Notify>,
     ) -> TaskManagerId {
@@ -155,6 +159,7 @@ impl Registry {
             id,
             Registered {
                 location,
+                secret,
                 slots,
                 outbox,
                 closed,
@@ -222,19 +227,24 @@ impl Registry {
         }
     }
 
-    /// Attaches a heartbeat connection to a registered TaskManager of that process. Returns
-    /// the receiver of the requests to write to it and the TaskManager's close signal, or `None`
-    /// when no such TaskManager is registered.
+    /// Attaches a heartbeat connection to a registered TaskManager of that process presenting
+    /// its registration secret (replacing the one it had). Returns the receiver of the requests
+    /// to write to it and the TaskManager's close signal, or `None` when no such TaskManager is
+    /// registered or the secret is not its own: then nothing changes.
     pub(crate) fn attach_heartbeat_channel(
         &self,
         id: TaskManagerId,
         pid: u32,
+        secret: &Secret,
     ) -> Option<(mpsc::UnboundedReceiver<Bytes>, Arc<Notify>)> {
         let mut state = self.lock();
         if state.records.get(&id).map(|r| r.pid) != Some(pid) {
             return None;
         }
         let entry = state.alive.get_mut(&id)?;
+        if !entry.secret.matches(secret) {
+            return None;
+        }
         let (sender, receiver) = mpsc::unbounded_channel();
         let closed = Arc::new(Notify::new());
         entry.heartbeat_channel = Some((sender, Arc::clone(&closed)));

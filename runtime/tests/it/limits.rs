@@ -195,6 +195,7 @@ async fn a_path_that_is_not_utf8_is_an_error_never_a_panic() {
             credit: 1,
             report_produced_bytes: false,
         }),
+        job_secret: conflux_runtime::protocol::Secret([7; 16]),
     };
     let e = encode(&task).expect_err("does not encode");
     assert!(

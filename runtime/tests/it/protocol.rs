@@ -264,6 +264,21 @@ async fn invalid_jobs_and_unknown_ids_are_refused_with_the_reason() {
         }
         other => panic!("expected a refusal, got {other:?}"),
     }
+    // Regression: a raw submission's credit 0 (which the CLI refuses) was accepted, and the
+    // report showed a buffered bytes bound of 0 below its peak.
+    for credit in [0, conflux_runtime::protocol::MAX_CREDIT + 1, u32::MAX] {
+        let mut raw = submission(word_count(2, ResultPartitionType::Blocking), (0, 0));
+        raw.options.credit = credit;
+        match client.submit(raw).await {
+            Err(ClientError::JobManager(message)) => assert!(
+                message.contains(&format!(
+                    "credit {credit} (buffers per channel) is not within 1..=1024"
+                )),
+                "{message}"
+            ),
+            other => panic!("expected a refusal of credit {credit}, got {other:?}"),
+        }
+    }
     let unknown = conflux_blob_api::JobId([7; 16]);
     for result in [
         client.cancel(unknown).await.map(|()| String::new()),

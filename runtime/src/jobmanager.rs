@@ -356,6 +356,8 @@ fn run_jobs(
                     job: job.name.clone(),
                     status: "CANCELED".into(),
                     tasks: u64::from(job.scheduler.graph().num_execution_vertices()),
+                    seed: job.options.seed,
+                    trace_digest: format!("{:016x}", job.scheduler.trace_digest()),
                     ..JobReport::default()
                 },
             );

@@ -89,7 +89,8 @@ impl SessionContext {
     fn peak_rss(&self) -> u64 {
         let mut cached = lock(&self.rss);
         if cached.0.elapsed() > Duration::from_millis(100) || cached.1 == 0 {
-            *cached = (std::time::Instant::now(), peak_rss_bytes());
+            // 0 on the wire: the platform does not tell (reported as unknown).
+            *cached = (std::time::Instant::now(), peak_rss_bytes().unwrap_or(0));
         }
         cached.1
     }

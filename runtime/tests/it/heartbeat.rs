@@ -287,3 +287,69 @@ async fn a_jobmanager_shut_down_while_a_job_runs_cancels_it_and_returns() {
     assert!(JobManagerClient::connect(&address, None).await.is_err());
 }
 
+/// A JobManager that shuts down says goodbye (`Disconnect`) on a TaskManager's heartbeat
+/// connection too, before closing it: a TaskManager that reads the heartbeat connection's end
+/// first knows it was disconnected, not that its JobManager was lost. Regression: the
+/// heartbeat connection closed bare while the goodbye was still queued on the main one, and
+/// TaskManagers warned "JobManager lost" after clean `conflux cluster` runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobmanager_shutting_down_says_goodbye_on_both_connections() {
+    use conflux_runtime::connection::decode;
+    use conflux_runtime::protocol::{Hello, Role, TaskManagerRegistration, ToTaskManager};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(config(dir.path(), 60_000, 120_000)).await;
+    let registration = Hello {
+        token: None,
+        role: Role::TaskManager(TaskManagerRegistration {
+            slots: 1,
+            data_address: "127.0.0.1:9".parse().expect("address"),
+            pid: 4242,
+        }),
+    };
+    let mut main = crate::support::connect_and_send(
+        jm.address(),
+        &frame(&prefixed(PROTOCOL_VERSION, &msgpack(&registration))),
+    )
+    .await;
+    let welcome = read_frame(&mut main).await.expect("a welcome");
+    let id = match decode::<HandshakeReply>(&welcome[8..], "jobmanager", 0, "welcome") {
+        Ok(HandshakeReply::Welcome(Welcome {
+            task_manager_id: Some(id),
+            ..
+        })) => id,
+        other => panic!("not a welcome: {other:?}"),
+    };
+    let heartbeat_hello = Hello {
+        token: None,
+        role: Role::Heartbeat {
+            task_manager: id,
+            pid: 4242,
+        },
+    };
+    let mut heartbeats = crate::support::connect_and_send(
+        jm.address(),
+        &frame(&prefixed(PROTOCOL_VERSION, &msgpack(&heartbeat_hello))),
+    )
+    .await;
+    // The JobManager attaches the connection before it welcomes it.
+    assert!(read_frame(&mut heartbeats).await.is_some(), "a welcome");
+    within("the shutdown", Duration::from_secs(5), jm.shutdown()).await;
+    for (name, stream) in [("heartbeat", &mut heartbeats), ("main", &mut main)] {
+        // Heartbeat requests may come first (never with a 60 s interval, but allowed).
+        let goodbye = loop {
+            let body = read_frame(stream)
+                .await
+                .unwrap_or_else(|| panic!("the {name} connection closed without a goodbye"));
+            match decode::<ToTaskManager>(&body, "jobmanager", 0, "message").expect("a message") {
+                ToTaskManager::HeartbeatRequest { .. } => {}
+                other => break other,
+            }
+        };
+        assert_eq!(
+            goodbye,
+            ToTaskManager::Disconnect("the JobManager is shutting down".into()),
+            "{name}"
+        );
+        until_closed(stream, Duration::from_secs(5)).await;
+    }
+}

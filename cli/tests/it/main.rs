@@ -9,6 +9,7 @@ mod cluster;
 mod jobs;
 mod limits;
 mod logging;
+mod openapi;
 mod output;
 mod plan;
 mod readme;

@@ -20,7 +20,7 @@ pub use conflux_common::key_groups::{
     key_group_range, operator_index_for_key_group, KeyGroupRange,
 };
 
-/// A [`KeyGroupRange`] in JSON: `{"start": 0, "end": 31, "key_groups": 32}`.
+/// A range of key groups in JSON: `{"start": 0, "end": 31, "key_groups": 32}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct KeyGroups {
     /// The first key group.

@@ -244,3 +244,13 @@ impl Drop for RunningService {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// The static health answer is what its documented type serialises to.
+    #[test]
+    fn the_health_answer_is_its_type() {
+        let typed = serde_json::to_vec(&super::answers::Health { status: "ok" }).unwrap();
+        assert_eq!(typed, super::HEALTH);
+    }
+}

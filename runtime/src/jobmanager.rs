@@ -299,13 +299,11 @@ impl JobManager {
         {
             let mut registry = self.shared.registry.lock();
             for entry in registry.alive.values() {
-                entry
-                    .outbox
-                    .send(&crate::protocol::ToTaskManager::Disconnect(
-                        "the JobManager is shutting down".into(),
-                    ));
+                entry.say_goodbye("the JobManager is shutting down");
                 entry.closed.notify_one();
             }
+            // Drops every heartbeat request sender: each heartbeat connection writes its
+            // goodbye and closes.
             registry.alive.clear();
         }
         for task in self.tasks.drain(..) {

@@ -91,7 +91,8 @@ impl SessionContext {
     fn peak_rss(&self) -> u64 {
         let mut cached = lock(&self.rss);
         if cached.0.elapsed() > Duration::from_millis(100) || cached.1 == 0 {
-            *cached = (std::time::Instant::now(), peak_rss_bytes());
+            // 0 on the wire: the platform does not tell (reported as unknown).
+            *cached = (std::time::Instant::now(), peak_rss_bytes().unwrap_or(0));
         }
         cached.1
     }
@@ -361,7 +362,7 @@ async fn session(
     let end = loop {
         let next = tokio::select! {
             next = next_frame(&mut stream, peer, frame, "heartbeat or task", timeout) => next,
-            () = side.lost.notified() => break SessionEnd::Lost(side.take_reason()),
+            () = side.lost.notified() => break side.end(),
             () = &mut shutdown => break SessionEnd::Shutdown,
         };
         let body = match next {
@@ -479,9 +480,21 @@ struct HeartbeatSide {
     lost: tokio::sync::Notify,
     /// Why the heartbeat connection ended, set before `lost` is signalled.
     reason: Mutex<Option<String>>,
+    /// Whether it ended with the JobManager's goodbye (`Disconnect`): the session then ends as
+    /// the main connection's `Disconnect` would end it, whichever arrives first.
+    goodbye: std::sync::atomic::AtomicBool,
 }
 
 impl HeartbeatSide {
+    /// How the session ends now that the heartbeat connection ended.
+    fn end(&self) -> SessionEnd {
+        if self.goodbye.load(Ordering::Relaxed) {
+            SessionEnd::Disconnected(self.take_reason())
+        } else {
+            SessionEnd::Lost(self.take_reason())
+        }
+    }
+
     fn take_reason(&self) -> String {
         lock(&self.reason)
             .take()
@@ -555,6 +568,10 @@ async fn heartbeat_connection(
                 if let Err(e) = conn.send(frame).await {
                     break format!("heartbeat connection: {e}");
                 }
+            }
+            Ok(ToTaskManager::Disconnect(reason)) => {
+                side.goodbye.store(true, Ordering::Relaxed);
+                break reason;
             }
             Ok(other) => break format!("{other:?} on the heartbeat connection"),
             Err(e) => break heartbeat_end_reason(&e, timeout),

@@ -10,6 +10,7 @@ mod cluster_limits;
 mod jobs;
 mod limits;
 mod logging;
+mod openapi;
 mod output;
 mod plan;
 mod readme;

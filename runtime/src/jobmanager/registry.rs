@@ -95,12 +95,30 @@ pub(crate) struct Registered {
     heartbeat_channel: Option<(mpsc::UnboundedSender<Bytes>, Arc<Notify>)>,
 }
 
+impl Registered {
+    /// Tells the TaskManager that the JobManager ends its registration (it is shutting down),
+    /// on both connections: whichever the TaskManager reads first says why, so the end of the
+    /// other is not taken for a lost JobManager. The heartbeat connection sends what is queued
+    /// before it closes, once its request sender is dropped.
+    pub(crate) fn say_goodbye(&self, reason: &str) {
+        let goodbye = ToTaskManager::Disconnect(reason.to_owned());
+        self.outbox.send(&goodbye);
+        if let Some((requests, _)) = &self.heartbeat_channel {
+            if let Ok(frame) = encode(&goodbye) {
+                let _ = requests.send(frame);
+            }
+        }
+    }
+}
+
 /// What is remembered of every TaskManager that ever registered, for reports.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TaskManagerRecord {
     pub(crate) slots: u32,
     pub(crate) pid: u32,
-    pub(crate) stats: TaskManagerStats,
+    /// Its counters as it last reported them; `None` until its first report (a heartbeat
+    /// answer or a task state).
+    pub(crate) stats: Option<TaskManagerStats>,
     pub(crate) lost: bool,
     /// Tasks of the running job submitted to it.
     pub(crate) job_tasks: u64,
@@ -111,8 +129,8 @@ pub(crate) struct TaskManagerRecord {
 pub(crate) struct HeartbeatCounters {
     pub(crate) lost: u64,
     pub(crate) heartbeat_timeouts: u64,
-    /// Longest round trip since the current job started, ms.
-    pub(crate) max_rtt_ms: f64,
+    /// Longest round trip since the current job started, ms; `None` while none was measured.
+    pub(crate) max_rtt_ms: Option<f64>,
 }
 
 #[derive(Default)]
@@ -220,10 +238,10 @@ impl Registry {
             entry.heartbeats_sent.retain(|&s, _| s > seq);
         }
         if let Some(rtt) = rtt_ms {
-            state.counters.max_rtt_ms = state.counters.max_rtt_ms.max(rtt);
+            state.counters.max_rtt_ms = Some(state.counters.max_rtt_ms.map_or(rtt, |m| m.max(rtt)));
         }
         if let Some(record) = state.records.get_mut(&id) {
-            record.stats = stats;
+            record.stats = Some(stats);
         }
     }
 
@@ -262,7 +280,7 @@ impl Registry {
     /// Records counters sent with a task state.
     pub(crate) fn update_stats(&self, id: TaskManagerId, stats: TaskManagerStats) {
         if let Some(record) = self.lock().records.get_mut(&id) {
-            record.stats = stats;
+            record.stats = Some(stats);
         }
     }
 

@@ -149,7 +149,7 @@ async fn stopping_a_task_manager_closes_its_connection_at_once() {
     assert_eq!(report.status, "FINISHED", "{report:?}");
     assert_eq!(
         (report.task_managers_lost, report.heartbeat_timeouts),
-        (1, 0)
+        (1, Some(0))
     );
     let entry = report
         .task_managers
@@ -343,4 +343,73 @@ async fn a_heartbeat_hello_without_the_registration_secret_is_refused_and_replac
     assert_eq!(report.status, "FINISHED", "{report:?}");
     assert_eq!(report.task_managers_lost, 0, "{report:?}");
     jm.shutdown().await;
+}
+
+/// A JobManager that shuts down says goodbye (`Disconnect`) on a TaskManager's heartbeat
+/// connection too, before closing it: a TaskManager that reads the heartbeat connection's end
+/// first knows it was disconnected, not that its JobManager was lost. Regression: the
+/// heartbeat connection closed bare while the goodbye was still queued on the main one, and
+/// TaskManagers warned "JobManager lost" after clean `conflux cluster` runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobmanager_shutting_down_says_goodbye_on_both_connections() {
+    use conflux_runtime::connection::decode;
+    use conflux_runtime::protocol::{Hello, Role, TaskManagerRegistration, ToTaskManager};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(config(dir.path(), 60_000, 120_000)).await;
+    let registration = Hello {
+        token: None,
+        role: Role::TaskManager(TaskManagerRegistration {
+            slots: 1,
+            data_address: "127.0.0.1:9".parse().expect("address"),
+            pid: 4242,
+        }),
+    };
+    let mut main = crate::support::connect_and_send(
+        jm.address(),
+        &frame(&prefixed(PROTOCOL_VERSION, &msgpack(&registration))),
+    )
+    .await;
+    let welcome = read_frame(&mut main).await.expect("a welcome");
+    let (id, secret) = match decode::<HandshakeReply>(&welcome[8..], "jobmanager", 0, "welcome") {
+        Ok(HandshakeReply::Welcome(Welcome {
+            task_manager_id: Some(id),
+            registration_secret: Some(secret),
+            ..
+        })) => (id, secret),
+        other => panic!("not a welcome: {other:?}"),
+    };
+    let heartbeat_hello = Hello {
+        token: None,
+        role: Role::Heartbeat {
+            task_manager: id,
+            pid: 4242,
+            secret,
+        },
+    };
+    let mut heartbeats = crate::support::connect_and_send(
+        jm.address(),
+        &frame(&prefixed(PROTOCOL_VERSION, &msgpack(&heartbeat_hello))),
+    )
+    .await;
+    // The JobManager attaches the connection before it welcomes it.
+    assert!(read_frame(&mut heartbeats).await.is_some(), "a welcome");
+    within("the shutdown", Duration::from_secs(5), jm.shutdown()).await;
+    for (name, stream) in [("heartbeat", &mut heartbeats), ("main", &mut main)] {
+        // Heartbeat requests may come first (never with a 60 s interval, but allowed).
+        let goodbye = loop {
+            let body = read_frame(stream)
+                .await
+                .unwrap_or_else(|| panic!("the {name} connection closed without a goodbye"));
+            match decode::<ToTaskManager>(&body, "jobmanager", 0, "message").expect("a message") {
+                ToTaskManager::HeartbeatRequest { .. } => {}
+                other => break other,
+            }
+        };
+        assert_eq!(
+            goodbye,
+            ToTaskManager::Disconnect("the JobManager is shutting down".into()),
+            "{name}"
+        );
+        until_closed(stream, Duration::from_secs(5)).await;
+    }
 }

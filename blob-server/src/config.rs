@@ -76,9 +76,9 @@ pub struct BlobServerConfig {
     pub cleanup_interval_ms: u64,
     /// The clock TTLs are measured with. Default [`SystemClock`].
     pub clock: Arc<dyn Clock>,
-    /// Most connections served at once, as Flink's `blob.fetch.num-concurrent`; past it a new
-    /// connection closes the longest idle one that handles no request, or else waits (the
-    /// connections behind it wait in the listen backlog, using no descriptor of the server). Keep it well below the process's descriptor limit: a download holds its socket
+    /// Most connections served at once, as Flink's `blob.fetch.num-concurrent`; past it new
+    /// connections wait in the listen backlog (using no descriptor of the server) until one
+    /// closes. Keep it well below the process's descriptor limit: a download holds its socket
     /// and its blob file. Default [`DEFAULT_MAX_CONNECTIONS`].
     pub max_connections: usize,
     /// How long a connection may take to send a request's head, in ms, counted from when it

@@ -7,6 +7,7 @@
 
 mod cleanup;
 mod download;
+mod listener;
 mod recovery;
 mod routes;
 mod state;
@@ -64,10 +65,8 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// a good durable copy, I/O and store failures. The body of an error is its message, except
 /// for `500`s, whose details (file and store names) go to the server's log only.
 ///
-/// Connections (the accept loop of `conflux-http`): at most
-/// [`BlobServerConfig::max_connections`] are served at once (a new one beyond closes the
-/// longest idle connection that handles no request, else waits; more wait in the listen
-/// backlog); one waiting longer than
+/// Connections: at most [`BlobServerConfig::max_connections`] are served at once (more wait
+/// in the listen backlog); one waiting longer than
 /// [`BlobServerConfig::header_read_timeout_ms`] for a request's head (idle keep-alive ones
 /// too) is closed, and so is one whose download the client has not read for
 /// [`BlobServerConfig::idle_timeout_ms`]. Downloads stream from the blob file through a
@@ -185,22 +184,18 @@ impl BlobServer {
             .map_err(io_err("reading the blob server's address"))?;
         let (shutdown, signal) = oneshot::channel::<()>();
         let app = routes::router(Arc::clone(&core));
-        // Idle keep-alive connections end at the header-read timeout; a download the client
-        // stops reading moves no byte while no request of its connection is being handled (the
-        // handler has returned), so the idle timeout cuts it; a stalled upload is being handled
-        // and gets its 408 from the upload handler.
-        let limits = conflux_http::Limits::new(
-            Duration::from_millis(config.header_read_timeout_ms.max(1)),
-            Duration::from_millis(config.idle_timeout_ms.max(1)),
-            config.max_connections,
-        );
-        let open = core.counters.open_connections.clone();
-        let serve_task = tokio::spawn(async move {
-            let _ = conflux_http::serve(listener, app, limits, open, async move {
-                let _ = signal.await;
-            })
-            .await;
-        });
+        let limits = listener::Limits {
+            max_connections: config.max_connections,
+            header_read_timeout: Duration::from_millis(config.header_read_timeout_ms.max(1)),
+            stall_timeout: Duration::from_millis(config.idle_timeout_ms.max(1)),
+        };
+        let serve_task = tokio::spawn(listener::serve(
+            listener,
+            app,
+            limits,
+            Arc::clone(&core),
+            signal,
+        ));
         let sweep_core = Arc::clone(&core);
         let period = Duration::from_millis(config.cleanup_interval_ms.max(1));
         let sweeper = tokio::spawn(async move {

@@ -15,6 +15,7 @@ use conflux_runtime::protocol::JobSubmission;
 use conflux_runtime::{ClientError, JobManager, JobManagerClient, TaskManager};
 
 use crate::output;
+use crate::work_dir::{self, Kind, OnSignal, WorkDir};
 use crate::{Failure, Format};
 pub(crate) use args::{
     CancelArgs, ClusterArgs, JobManagerArgs, ListArgs, SubmitArgs, TaskManagerArgs,
@@ -54,26 +55,19 @@ fn rest_url(jm: &JobManager) -> String {
         .map_or_else(|| "none".to_owned(), |a| format!("http://{a}"))
 }
 
-/// Resolves when the process gets SIGINT or SIGTERM.
-async fn interrupted() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+/// `path`, or a new working directory of `kind` (removed on every exit) when it is not given.
+fn working_dir(
+    given: Option<&std::path::Path>,
+    kind: Kind,
+) -> Result<(std::path::PathBuf, Option<WorkDir>), Failure> {
+    match given {
+        Some(path) => Ok((path.to_owned(), None)),
+        None => {
+            let dir = WorkDir::create(kind)
+                .context("creating the working directory")
+                .map_err(Failure::Work)?;
+            Ok((dir.path().to_owned(), Some(dir)))
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
@@ -101,7 +95,11 @@ fn end_runtime(runtime: tokio::runtime::Runtime) {
 }
 
 pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
-    let config = args.config()?;
+    work_dir::install(OnSignal::Graceful);
+    let mut config = args.config()?;
+    // Removed when this function returns, whatever ends it.
+    let (blob_dir, _dir) = working_dir(args.blob_dir.as_deref(), Kind::JobManager)?;
+    config.blob_dir = blob_dir;
     let runtime = jobmanager_runtime()?;
     let result = runtime.block_on(async {
         let jm = JobManager::start(config).await.map_err(Failure::input)?;
@@ -111,7 +109,7 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
             jm.blob_server_url(),
             rest_url(&jm),
         );
-        interrupted().await;
+        work_dir::stop_requested().await;
         shutdown_within_grace(jm).await;
         Ok(())
     });
@@ -120,7 +118,11 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
 }
 
 pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
-    let config = args.config()?;
+    work_dir::install(OnSignal::Graceful);
+    let mut config = args.config()?;
+    // Removed when this function returns, set-up failures included.
+    let (data_dir, _dir) = working_dir(args.data_dir.as_deref(), Kind::TaskManager)?;
+    config.data_dir = data_dir;
     let exit_with_parent = args.exit_with_parent;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
@@ -135,7 +137,7 @@ pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
         }
         let shutdown = async move {
             tokio::select! {
-                () = interrupted() => {}
+                () = work_dir::stop_requested() => {}
                 Ok(()) = parent_gone, if exit_with_parent => {}
             }
         };
@@ -281,6 +283,7 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
 }
 
 pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
+    work_dir::install(OnSignal::Graceful);
     let runtime = jobmanager_runtime()?;
     let report = runtime.block_on(local::run(args));
     end_runtime(runtime);

@@ -1,26 +1,24 @@
 //! The accept loop: at most `max_connections` connections open (closing the longest idle one
-//! to make room), and per connection hyper's HTTP/1 server with a header-read timeout and an
-//! idle timeout. `axum::serve` has neither (it sets no timer), so 200 silent sockets could hold
-//! 200 descriptors forever.
+//! to make room, `conflux-connections`' cap), and per connection hyper's HTTP/1 server with a
+//! header-read timeout and an idle timeout. `axum::serve` has neither (it sets no timer), so
+//! 200 silent sockets could hold 200 descriptors forever.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::Router;
+use conflux_connections::{Activity, Busy, ConnectionCap, Slot, Tracked, LONGEST_TIMEOUT};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
-use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
 use tower::ServiceExt;
-
-use crate::activity::{Activity, Busy, Tracked};
 
 /// The bounds of one server's connections.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,13 +33,10 @@ pub struct Limits {
     pub idle_timeout: Duration,
     /// Most open connections. A new connection beyond it closes the open one that moved no
     /// byte for the longest time and handles no request; when all handle requests, it waits
-    /// (holding one more descriptor) and the connections behind it wait in the listen backlog,
-    /// holding none of the server's.
+    /// and the connections behind it wait in the listen backlog, holding none of the
+    /// server's descriptors.
     pub max_connections: usize,
 }
-
-/// The longest timeout honoured (a year): `Instant + Duration::MAX` would overflow.
-const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
 
 impl Limits {
     /// The limits, made usable: timeouts of at most a year, and 1 to tokio's most semaphore
@@ -96,74 +91,13 @@ impl Drop for Counted {
     }
 }
 
-/// The open connections, so that one can be chosen and told to close when the cap is reached.
-#[derive(Debug, Default)]
-struct Open {
-    next_id: u64,
-    connections: HashMap<u64, (Arc<Activity>, Arc<Notify>)>,
-}
-
-impl Open {
-    fn lock(open: &Mutex<Open>) -> MutexGuard<'_, Open> {
-        // Entries are inserted and removed whole: a poisoned registry is consistent.
-        open.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Registers a connection; it is unregistered when the returned entry is dropped.
-    fn register(open: &Arc<Mutex<Open>>, activity: &Arc<Activity>) -> Registered {
-        let close = Arc::new(Notify::new());
-        let mut this = Open::lock(open);
-        let id = this.next_id;
-        this.next_id += 1;
-        this.connections
-            .insert(id, (Arc::clone(activity), Arc::clone(&close)));
-        Registered {
-            open: Arc::clone(open),
-            id,
-            close,
-        }
-    }
-
-    /// Tells the connection that moved no byte for the longest time and has no request being
-    /// handled to close; `false` when every connection is handling a request.
-    fn close_longest_idle(open: &Mutex<Open>) -> bool {
-        let mut this = Open::lock(open);
-        let victim = this
-            .connections
-            .iter()
-            .filter(|(_, (activity, _))| activity.is_between_requests())
-            .min_by_key(|(_, (activity, _))| activity.last())
-            .map(|(id, _)| *id);
-        match victim.and_then(|id| this.connections.remove(&id)) {
-            Some((_, close)) => {
-                close.notify_one();
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-/// A connection's entry in [`Open`], removed on drop.
-struct Registered {
-    open: Arc<Mutex<Open>>,
-    id: u64,
-    close: Arc<Notify>,
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        Open::lock(&self.open).connections.remove(&self.id);
-    }
-}
-
 /// Serves `router` on `listener` until `shutdown` completes, with at most `max_connections`
 /// open: when a new connection finds them all taken, the one that moved no byte for the
 /// longest time and handles no request is closed to make room (so silent sockets cannot lock
 /// clients out); when all handle requests, the new one waits (and the ones behind it wait in
-/// the listen backlog, holding no descriptor of ours). `open` counts the connections being
-/// served. On shutdown the listener is closed, every connection is asked to finish its request
-/// and close, and waited for.
+/// the listen backlog, holding no descriptor of ours). `open_connections` counts the
+/// connections being served. On shutdown the listener is closed, every connection is asked to
+/// finish its request and close, and waited for.
 ///
 /// # Errors
 /// None so far: accept errors (such as running out of descriptors) are logged and retried.
@@ -175,8 +109,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let limits = limits.clamped();
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let open = Arc::new(Mutex::new(Open::default()));
+    let cap = ConnectionCap::new(limits.max_connections);
     let (stop, stopped) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
@@ -192,25 +125,16 @@ pub async fn serve(
                 }
             },
         };
-        let slot = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                if Open::close_longest_idle(&open) {
-                    tracing::debug!(%peer, "connection cap reached: closing the longest idle connection");
-                }
-                tokio::select! {
-                    () = &mut shutdown => break,
-                    slot = Arc::clone(&slots).acquire_owned() => match slot {
-                        Ok(slot) => slot,
-                        Err(_) => break,
-                    },
-                }
-            }
+        let activity = Arc::new(Activity::new());
+        if cap.open() >= cap.max_connections() {
+            tracing::debug!(%peer, "connection cap reached: closing the longest idle connection");
+        }
+        let slot = tokio::select! {
+            () = &mut shutdown => break,
+            slot = cap.admit(Arc::clone(&activity)) => slot,
         };
         // Small answers must not wait for Nagle's algorithm.
         let _ = tcp.set_nodelay(true);
-        let activity = Arc::new(Activity::new());
-        let registered = Open::register(&open, &activity);
         tokio::spawn(connection(
             Tracked::new(tcp, Arc::clone(&activity)),
             peer,
@@ -218,37 +142,36 @@ pub async fn serve(
             limits,
             Watch {
                 activity,
-                registered,
+                slot,
                 stop: stopped.clone(),
+                _counted: Counted::new(&open_connections),
             },
-            (slot, Counted::new(&open_connections)),
         ));
     }
     let _ = stop.send(true);
     drop(listener);
     // Every open connection holds a slot until it is closed.
-    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = slots.acquire_many(all).await;
+    cap.all_closed().await;
     Ok(())
 }
 
-/// What ends a connection besides its client: its activity (idle timeout), its entry in the
-/// registry (closed to make room), and the service's stop.
+/// What ends a connection besides its client: its activity (idle timeout), its slot in the cap
+/// (closed to make room), and the server's stop; and its place in the open count.
 struct Watch {
     activity: Arc<Activity>,
-    registered: Registered,
+    slot: Slot,
     stop: watch::Receiver<bool>,
+    _counted: Counted,
 }
 
 /// Serves one connection until the client closes it, a timeout closes it, it is closed to make
-/// room, or the service stops (after the request in progress).
+/// room, or the server stops (after the request in progress).
 async fn connection(
-    io: Tracked,
+    io: Tracked<TcpStream>,
     peer: SocketAddr,
     router: Router,
     limits: Limits,
     mut watch: Watch,
-    _slot: (OwnedSemaphorePermit, Counted),
 ) {
     let requests = Arc::clone(&watch.activity);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
@@ -266,7 +189,6 @@ async fn connection(
         .header_read_timeout(limits.header_read_timeout);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
-    let close = Arc::clone(&watch.registered.close);
     let mut stopping = false;
     loop {
         let deadline = watch.activity.idle_deadline(limits.idle_timeout);
@@ -281,7 +203,7 @@ async fn connection(
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
             }
-            () = close.notified() => {
+            () = watch.slot.close_requested() => {
                 tracing::debug!(%peer, "closed to make room for a new connection");
                 return;
             }
@@ -299,8 +221,6 @@ async fn connection(
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
-
     use super::*;
 
     #[test]
@@ -309,17 +229,9 @@ mod tests {
         assert_eq!(limits.idle_timeout, LONGEST_TIMEOUT);
         assert_eq!(limits.header_read_timeout, LONGEST_TIMEOUT);
         assert_eq!(limits.max_connections, Semaphore::MAX_PERMITS);
-        // Deadlines of the longest timeout do not overflow, busy or idle.
-        let activity = Arc::new(Activity::new());
-        assert!(activity.idle_deadline(limits.idle_timeout) > Instant::now());
-        let busy = Busy::begin(&activity);
-        assert!(activity.idle_deadline(limits.idle_timeout) > Instant::now());
-        assert!(
-            !activity.is_idle(Duration::ZERO),
-            "a request is being handled"
+        assert_eq!(
+            Limits::new(Duration::ZERO, Duration::ZERO, 0).max_connections,
+            1
         );
-        drop(busy);
-        assert!(activity.is_idle(Duration::ZERO));
-        assert!(!activity.is_idle(limits.idle_timeout));
     }
 }

@@ -13,7 +13,7 @@ use crate::error::PlanError;
 
 /// An edge named by its position in the plan's edge list, or by its endpoints (which must then
 /// be unique).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum EdgeRef {
     /// Position in the edge list.
@@ -37,7 +37,7 @@ impl std::fmt::Display for EdgeRef {
 }
 
 /// Which side of a vertex a debug tap reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TapSide {
     /// What the vertex reads: the tap consumes the vertex's inputs as the vertex does.
@@ -51,8 +51,8 @@ pub enum TapSide {
 /// A vertex (`vertex`, an edge's `source` and `target`) is named by its id or by its name
 /// (the vertex field `name`; for an imported Flink plan, the head operator's description) when
 /// no other vertex has that name: an id wins, an ambiguous name is refused naming the
-/// candidates ([`resolve_vertex`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// candidates (`resolve_vertex`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Edit {
     /// Set a vertex's parallelism, within its max parallelism (explicit, or Flink's default for

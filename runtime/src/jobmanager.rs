@@ -35,7 +35,7 @@ use tokio::sync::{Notify, Semaphore};
 
 use crate::config::JobManagerConfig;
 use crate::metrics::JobManagerMetrics;
-use crate::protocol::{JobSubmission, JobSummary};
+use crate::protocol::{JobSubmission, JobSummary, MAX_CREDIT};
 use crate::report::JobReport;
 pub use invokables::{word_count_job, word_count_job_as_run};
 use job_loop::LoopContext;
@@ -112,6 +112,8 @@ pub struct TaskManagerInfo {
     pub id: TaskManagerId,
     /// Its process id.
     pub pid: u32,
+    /// Where its data server listens.
+    pub data_address: SocketAddr,
     /// Slots it offers.
     pub slots: u32,
     /// Tasks of the running (or last) job submitted to it.
@@ -340,11 +342,12 @@ impl JobManager {
         let registry = self.shared.registry.lock();
         registry
             .alive
-            .keys()
-            .filter_map(|id| {
+            .iter()
+            .filter_map(|(id, entry)| {
                 registry.records.get(id).map(|r| TaskManagerInfo {
                     id: *id,
                     pid: r.pid,
+                    data_address: entry.location.data_address,
                     slots: r.slots,
                     job_tasks: r.job_tasks,
                 })
@@ -372,13 +375,11 @@ impl JobManager {
         {
             let mut registry = self.shared.registry.lock();
             for entry in registry.alive.values() {
-                entry
-                    .outbox
-                    .send(&crate::protocol::ToTaskManager::Disconnect(
-                        "the JobManager is shutting down".into(),
-                    ));
+                entry.say_goodbye("the JobManager is shutting down");
                 entry.closed.notify_one();
             }
+            // Drops every heartbeat request sender: each heartbeat connection writes its
+            // goodbye and closes.
             registry.alive.clear();
         }
         for task in self.tasks.drain(..) {
@@ -429,6 +430,14 @@ pub(crate) async fn submit(
         .acquire()
         .await
         .map_err(|_| JobManagerError::ShuttingDown)?;
+    // The CLI's --buffers-per-channel range, held for every client: credit 0 would stall every
+    // channel, and a credit without bound would let queues grow without bound.
+    let credit = submission.options.credit;
+    if !(1..=MAX_CREDIT).contains(&credit) {
+        return Err(invalid(format!(
+            "credit {credit} (buffers per channel) is not within 1..={MAX_CREDIT}"
+        )));
+    }
     let options = submission.options.clone();
     let job_options = submission.options.clone();
     let scheduler_config = shared.config.scheduler;

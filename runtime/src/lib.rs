@@ -22,6 +22,7 @@ mod metrics;
 pub mod protocol;
 pub mod report;
 mod rss;
+pub mod secret;
 pub mod shuffle;
 mod taskmanager;
 pub mod thread_priority;

@@ -34,6 +34,7 @@ use crate::protocol::{
     Hello, Role, TaskManagerRegistration, TaskManagerStats, ToJobManager, ToTaskManager, Welcome,
 };
 use crate::rss::peak_rss_bytes;
+use crate::secret::Secret;
 use crate::shuffle::partitions::ResultPartitionManager;
 use crate::shuffle::quota::DiskQuota;
 use data_server::DataServerLimits;
@@ -107,7 +108,8 @@ impl SessionContext {
     fn peak_rss(&self) -> u64 {
         let mut cached = lock(&self.rss);
         if cached.0.elapsed() > Duration::from_millis(100) || cached.1 == 0 {
-            *cached = (std::time::Instant::now(), peak_rss_bytes());
+            // 0 on the wire: the platform does not tell (reported as unknown).
+            *cached = (std::time::Instant::now(), peak_rss_bytes().unwrap_or(0));
         }
         cached.1
     }
@@ -188,82 +190,114 @@ impl TaskManager {
                 pid: std::process::id(),
             }),
         };
-        let timeout = Duration::from_millis(config.connect_timeout_ms);
-        let mut backoff = config.retry_interval_ms.max(1);
-        let max_backoff = config.retry_interval_ms.max(1) * 10;
-        let mut log = registration_log::RegistrationLog::default();
-        loop {
-            let attempt = tokio::select! {
-                attempt = connect(&config.jobmanager, &hello, config.max_frame_bytes, timeout) => attempt,
-                () = &mut shutdown => return Ok(()),
-            };
-            match attempt {
-                Ok((conn, welcome)) => {
-                    backoff = config.retry_interval_ms.max(1);
-                    if let Some((attempts, took)) = log.succeeded(std::time::Instant::now()) {
-                        tracing::info!(
-                            jobmanager = %config.jobmanager,
-                            "registered after {attempts} failed attempts over {} s",
-                            took.as_secs()
-                        );
-                    }
-                    let wordcount = WordCountContext {
-                        shared: Arc::clone(&shared),
-                        partitions: Arc::clone(&partitions),
-                        token: config.token.clone(),
-                    };
-                    let end = session(
-                        conn,
-                        welcome,
-                        &config,
-                        gates.clone(),
-                        Arc::clone(&counters),
-                        Arc::clone(&metrics),
-                        wordcount,
-                        shutdown.as_mut(),
-                    )
-                    .await;
-                    match end {
-                        SessionEnd::Disconnected(reason) => {
-                            tracing::info!(jobmanager = %config.jobmanager, "disconnected by the JobManager ({reason}); registering again")
-                        }
-                        SessionEnd::Lost(reason) => {
-                            tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again")
-                        }
-                        SessionEnd::Shutdown => return Ok(()),
-                    }
-                }
-                Err(e @ (RpcError::VersionMismatch { .. } | RpcError::Refused { .. }))
-                    if is_fatal(&e) =>
-                {
-                    return Err(TaskManagerError::Refused(e));
-                }
-                Err(e) => match log.failed(std::time::Instant::now()) {
-                    registration_log::Line::First => tracing::warn!(
+        let result = serve(
+            &config,
+            &hello,
+            shared,
+            Arc::clone(&partitions),
+            gates,
+            counters,
+            metrics,
+            shutdown.as_mut(),
+        )
+        .await;
+        // What the TaskManager made in its data directory goes with it.
+        drop(data_server);
+        partitions.release_all();
+        result
+    }
+}
+
+/// Registers (again, with back-off, after every lost session) until `shutdown` completes or the
+/// JobManager refuses for good. Failed attempts are logged once, then every
+/// [`registration_log::REPEAT_INTERVAL`] while they go on.
+#[allow(clippy::too_many_arguments)] // what every session shares, handed down
+async fn serve(
+    config: &TaskManagerConfig,
+    hello: &Hello,
+    shared: Arc<WordCountShared>,
+    partitions: Arc<ResultPartitionManager>,
+    gates: GateLoader,
+    counters: Arc<Counters>,
+    metrics: Arc<TaskManagerMetrics>,
+    mut shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+) -> Result<(), TaskManagerError> {
+    let timeout = Duration::from_millis(config.connect_timeout_ms);
+    let mut backoff = config.retry_interval_ms.max(1);
+    let max_backoff = config.retry_interval_ms.max(1) * 10;
+    let mut log = registration_log::RegistrationLog::default();
+    loop {
+        let attempt = tokio::select! {
+            attempt = connect(&config.jobmanager, hello, config.max_frame_bytes, timeout) => attempt,
+            () = &mut shutdown => return Ok(()),
+        };
+        match attempt {
+            Ok((conn, welcome)) => {
+                backoff = config.retry_interval_ms.max(1);
+                if let Some((attempts, took)) = log.succeeded(std::time::Instant::now()) {
+                    tracing::info!(
                         jobmanager = %config.jobmanager,
-                        "cannot register with the JobManager at {}: {e}; retrying every {} to \
-                         {max_backoff} ms until it answers (repeated every {} s while it fails)",
-                        config.jobmanager,
-                        config.retry_interval_ms.max(1),
-                        registration_log::REPEAT_INTERVAL.as_secs()
-                    ),
-                    registration_log::Line::Again { attempts, for_secs } => tracing::warn!(
-                        jobmanager = %config.jobmanager,
-                        "still cannot register with the JobManager at {} after {attempts} \
-                         attempts over {for_secs} s: {e}; retrying",
-                        config.jobmanager
-                    ),
-                    registration_log::Line::Quiet => {
-                        tracing::debug!("registration failed: {e}; retrying in {backoff} ms");
+                        "registered after {attempts} failed attempts over {} s",
+                        took.as_secs()
+                    );
+                }
+                let wordcount = WordCountContext {
+                    shared: Arc::clone(&shared),
+                    partitions: Arc::clone(&partitions),
+                    token: config.token.clone(),
+                    welcome_timeout: Duration::from_millis(config.connect_timeout_ms.max(1)),
+                };
+                let end = session(
+                    conn,
+                    welcome,
+                    config,
+                    gates.clone(),
+                    Arc::clone(&counters),
+                    Arc::clone(&metrics),
+                    wordcount,
+                    shutdown.as_mut(),
+                )
+                .await;
+                match end {
+                    SessionEnd::Disconnected(reason) => {
+                        tracing::info!(jobmanager = %config.jobmanager, "disconnected by the JobManager ({reason}); registering again")
                     }
-                },
+                    SessionEnd::Lost(reason) => {
+                        tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again")
+                    }
+                    SessionEnd::Shutdown => return Ok(()),
+                }
             }
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(backoff)) => {}
-                () = &mut shutdown => return Ok(()),
+            Err(e @ (RpcError::VersionMismatch { .. } | RpcError::Refused { .. }))
+                if is_fatal(&e) =>
+            {
+                return Err(TaskManagerError::Refused(e));
             }
-            backoff = (backoff * 2).min(max_backoff);
+            Err(e) => match log.failed(std::time::Instant::now()) {
+                registration_log::Line::First => tracing::warn!(
+                    jobmanager = %config.jobmanager,
+                    "cannot register with the JobManager at {}: {e}; retrying every {} to \
+                     {max_backoff} ms until it answers (repeated every {} s while it fails)",
+                    config.jobmanager,
+                    config.retry_interval_ms.max(1),
+                    registration_log::REPEAT_INTERVAL.as_secs()
+                ),
+                registration_log::Line::Again { attempts, for_secs } => tracing::warn!(
+                    jobmanager = %config.jobmanager,
+                    "still cannot register with the JobManager at {} after {attempts} \
+                     attempts over {for_secs} s: {e}; retrying",
+                    config.jobmanager
+                ),
+                registration_log::Line::Quiet => {
+                    tracing::debug!("registration failed: {e}; retrying in {backoff} ms");
+                }
+            },
         }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(backoff)) => {}
+            () = &mut shutdown => return Ok(()),
+        }
+        backoff = (backoff * 2).min(max_backoff);
     }
 }
 
@@ -312,9 +346,14 @@ async fn session(
     };
     tracing::info!(task_manager = %id, jobmanager = %config.jobmanager, "registered");
     *lock(&counters.blob_cache) = Some(Arc::clone(&blob_cache));
-    let swept = wordcount.partitions.sweep(&welcome.running_jobs);
-    if swept > 0 {
-        tracing::info!(task_manager = %id, jobs = swept, "deleted the partitions of jobs the JobManager does not run");
+    let Some(secret) = welcome.registration_secret else {
+        return SessionEnd::Lost("the JobManager sent no registration secret".into());
+    };
+    // The partitions of every job this JobManager does not recover (without high
+    // availability: all of them) go, whether an earlier registration's or a dead JobManager's.
+    let released = wordcount.partitions.release_jobs_except(&welcome.keep_jobs);
+    if released > 0 {
+        tracing::info!(task_manager = %id, jobs = released, "released the partitions of jobs the JobManager does not recover");
     }
     let partitions = Arc::clone(&wordcount.partitions);
     let (sink, mut stream) = conn.split();
@@ -353,6 +392,7 @@ async fn session(
     let heartbeats = tokio::spawn(heartbeat_connection(
         config.clone(),
         id,
+        secret,
         Arc::clone(&ctx),
         Arc::clone(&side),
         timeout,
@@ -361,7 +401,7 @@ async fn session(
     let end = loop {
         let next = tokio::select! {
             next = next_frame(&mut stream, peer, frame, "heartbeat or task", timeout) => next,
-            () = side.lost.notified() => break SessionEnd::Lost(side.take_reason()),
+            () = side.lost.notified() => break side.end(),
             () = &mut shutdown => break SessionEnd::Shutdown,
         };
         let body = match next {
@@ -388,7 +428,11 @@ async fn session(
                     Err(e) => break SessionEnd::Lost(e.to_string()),
                 }
             }
-            ToTaskManager::SubmitTask { tdd, task } => {
+            ToTaskManager::SubmitTask {
+                tdd,
+                task,
+                job_secret,
+            } => {
                 counters.tasks.fetch_add(1, Ordering::Relaxed);
                 counters
                     .tdd_bytes_received
@@ -414,7 +458,8 @@ async fn session(
                             attempt,
                             refused: None,
                         });
-                        task::spawn(Arc::clone(&ctx), tdd, task);
+                        partitions.job_started(tdd.job_id, job_secret);
+                        task::spawn(Arc::clone(&ctx), tdd, task, job_secret);
                     }
                     // Without a decodable descriptor there is no attempt to name: the
                     // JobManager's acknowledgement timeout fails the task.
@@ -476,9 +521,21 @@ struct HeartbeatSide {
     lost: tokio::sync::Notify,
     /// Why the heartbeat connection ended, set before `lost` is signalled.
     reason: Mutex<Option<String>>,
+    /// Whether it ended with the JobManager's goodbye (`Disconnect`): the session then ends as
+    /// the main connection's `Disconnect` would end it, whichever arrives first.
+    goodbye: std::sync::atomic::AtomicBool,
 }
 
 impl HeartbeatSide {
+    /// How the session ends now that the heartbeat connection ended.
+    fn end(&self) -> SessionEnd {
+        if self.goodbye.load(Ordering::Relaxed) {
+            SessionEnd::Disconnected(self.take_reason())
+        } else {
+            SessionEnd::Lost(self.take_reason())
+        }
+    }
+
     fn take_reason(&self) -> String {
         lock(&self.reason)
             .take()
@@ -503,6 +560,7 @@ fn heartbeat_end_reason(e: &RpcError, timeout: Duration) -> String {
 async fn heartbeat_connection(
     config: TaskManagerConfig,
     id: conflux_deploy::TaskManagerId,
+    secret: Secret,
     ctx: Arc<SessionContext>,
     side: Arc<HeartbeatSide>,
     timeout: Duration,
@@ -512,6 +570,7 @@ async fn heartbeat_connection(
         role: Role::Heartbeat {
             task_manager: id,
             pid: std::process::id(),
+            secret,
         },
     };
     let connect_timeout = Duration::from_millis(config.connect_timeout_ms);
@@ -550,6 +609,10 @@ async fn heartbeat_connection(
                 if let Err(e) = conn.send(frame).await {
                     break format!("heartbeat connection: {e}");
                 }
+            }
+            Ok(ToTaskManager::Disconnect(reason)) => {
+                side.goodbye.store(true, Ordering::Relaxed);
+                break reason;
             }
             Ok(other) => break format!("{other:?} on the heartbeat connection"),
             Err(e) => break heartbeat_end_reason(&e, timeout),

@@ -139,6 +139,8 @@ pub struct TaskManagerStats {
     pub blob_fetches: u64,
     /// Offloaded groups served by the TaskManager's descriptor cache.
     pub cache_hits: u64,
+    /// Whether it was lost (an injected loss).
+    pub lost: bool,
 }
 
 /// What a simulation did.
@@ -172,8 +174,11 @@ pub struct SimulationReport {
     pub trace_digest: u64,
     /// Descriptor factory counters.
     pub deployment: DeploymentStats,
-    /// Per TaskManager, by id.
+    /// Per TaskManager that received tasks, by id.
     pub task_managers: Vec<(TaskManagerId, TaskManagerStats)>,
+    /// TaskManagers registered during the run: those started with it and the replacements of
+    /// lost ones that registered before it ended.
+    pub task_managers_registered: u32,
     /// Faults injected: task failures, partition-not-found failures, TaskManager losses, blob
     /// server restarts.
     pub faults_injected: (u64, u64, u64, u64),
@@ -317,6 +322,7 @@ fn run(
     let slow = config.slow_task_managers.choose(config.seed, task_managers);
     let mut next_tm = task_managers;
     let mut alive: Vec<u32> = (0..task_managers).collect();
+    let mut lost: Vec<u32> = Vec::new();
     let mut tm_side: HashMap<u32, TaskManagerSide> = HashMap::new();
     // A thousand TaskManagers in one process: each fetches and decodes, identical groups are
     // held once.
@@ -364,6 +370,7 @@ fn run(
         trace_digest: 0,
         deployment: DeploymentStats::default(),
         task_managers: Vec::new(),
+        task_managers_registered: task_managers,
         faults_injected: (0, 0, 0, 0),
         adaptive: None,
         speculative: SpeculativeStats::default(),
@@ -592,6 +599,7 @@ fn run(
                 if alive.len() > 1 {
                     let i = usize::try_from(rng.below(alive.len() as u64)).unwrap_or(0);
                     let tm = alive.swap_remove(i);
+                    lost.push(tm);
                     events.push(Event::TaskManagerLost(TaskManagerId(tm)));
                     push(
                         &mut queue,
@@ -604,6 +612,7 @@ fn run(
             }
             SimEvent::RegisterTaskManager(tm) => {
                 alive.push(tm);
+                report.task_managers_registered += 1;
                 events.push(Event::TaskManagerRegistered {
                     location: location(tm),
                     slots,
@@ -631,6 +640,11 @@ fn run(
     // The job is over: every TaskManager drops its descriptor groups of the job.
     for side in tm_side.values_mut() {
         side.cache.clear_job(job_id);
+    }
+    for tm in lost {
+        if let Some(side) = tm_side.get_mut(&tm) {
+            side.stats.lost = true;
+        }
     }
     report.adaptive = bytes
         .as_ref()

@@ -14,8 +14,8 @@ pub(super) struct Counters {
     pub(super) digest_mismatches: AtomicU64,
     pub(super) expired: AtomicU64,
     pub(super) rejected: AtomicU64,
-    /// Connections open now (a gauge the accept loop keeps).
-    pub(super) open_connections: conflux_http::OpenConnections,
+    /// Connections open now (a gauge).
+    pub(super) open_connections: AtomicU64,
 }
 
 /// Adds `by` to `counter`.
@@ -70,7 +70,7 @@ impl Counters {
             rejected: get(&self.rejected),
             blobs,
             stored_bytes,
-            open_connections: self.open_connections.get(),
+            open_connections: get(&self.open_connections),
         }
     }
 }

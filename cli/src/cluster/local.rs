@@ -12,7 +12,8 @@ use conflux_runtime::report::KilledTaskManager;
 use conflux_runtime::{JobManager, JobReport};
 
 use super::args::{jobmanager_config, ClusterArgs};
-use super::{interrupted, REGISTRATION_TIMEOUT};
+use super::REGISTRATION_TIMEOUT;
+use crate::work_dir::{self, Kind, WorkDir};
 use crate::Failure;
 
 /// The TaskManager children: killed and reaped when dropped, whatever happened.
@@ -125,9 +126,8 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
         None => default_slots(&bytes, args)?,
     };
     let options = args.job.options(&args.load)?;
-    let work = tempfile::Builder::new()
-        .prefix("conflux-cluster-")
-        .tempdir()
+    // Removed on every exit; after a SIGKILL, by the next `cluster`.
+    let work = WorkDir::create(Kind::Cluster)
         .context("creating the cluster's working directory")
         .map_err(Failure::Work)?;
     // Its TaskManagers get their data directories under it as arguments.
@@ -156,7 +156,7 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
     let mut children = Children(Vec::new());
     let result = tokio::select! {
         result = run_on(&jm, &mut children, args, bytes, slots, options, work.path(), started) => result,
-        () = interrupted() => Err(Failure::Work(anyhow!("interrupted: the TaskManagers were stopped"))),
+        () = work_dir::stop_requested() => Err(Failure::Work(anyhow!("interrupted: the TaskManagers were stopped"))),
     };
     // The JobManager first, so that the TaskManagers' ends are not reported as losses; then
     // every child is killed and reaped.

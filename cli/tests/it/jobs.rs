@@ -372,7 +372,16 @@ fn run_finishes_the_10k_word_count_and_reports_the_contract_keys() {
     assert_eq!(r["trace_digest"].as_str().expect("digest").len(), 16);
     // One offloaded group, fetched once per TaskManager (1,000 of them) from the durable store.
     assert_eq!(r["descriptors"]["blobs_uploaded"], 1);
-    assert_eq!(r["task_managers"], 1_000);
+    assert_eq!(r["task_manager_count"], 1_000);
+    let tms = r["task_managers"]
+        .as_array()
+        .expect("one entry per TaskManager");
+    assert_eq!(tms.len(), 1_000);
+    assert!(
+        tms.iter()
+            .all(|tm| tm["tasks"] == 20 && tm["blob_fetches"] == 1),
+        "{tms:?}"
+    );
     assert_eq!(r["blob_fetches"], 1_000);
     assert_eq!(r["blob_cache_hits"], 9_000);
     assert_eq!(r["blob_server"]["durable_fetches"], 1_000);

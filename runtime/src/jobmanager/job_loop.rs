@@ -51,9 +51,10 @@ use crate::protocol::{
     JobOptions, PartitionRef, TaskMetrics, TaskState, ToTaskManager, WordCountTask,
 };
 use crate::report::{
-    AdaptiveJobReport, JobReport, SpeculativeAttemptsReport, TaskManagerReport, WallMs,
+    adaptive_report, descriptors_report, speculative_report, JobReport, TaskManagerReport, WallMs,
 };
 use crate::rss::peak_rss_bytes;
+use crate::secret::Secret;
 use speculative::SpeculativeRuns;
 use submissions::Submissions;
 use task_spec::task_spec;
@@ -216,6 +217,8 @@ struct JobRun<'a> {
 /// What the loop keeps of a prepared job besides its scheduler.
 struct JobParts {
     id: JobId,
+    /// The job's data secret: its consumers present it to the data servers of its producers.
+    secret: Secret,
     name: String,
     tasks: Vec<Option<WordCountTask>>,
     options: JobOptions,
@@ -245,13 +248,23 @@ pub(crate) fn run_job(
         ..
     } = job;
     let job_name = name.clone();
+    let seed = options.seed;
     let failed = |reason: String| JobReport {
         job_id: id.to_string(),
         job: job_name.clone(),
         status: JobStatus::Failed.as_str().to_owned(),
         failure_reason: Some(reason),
         tasks: execution_vertices,
+        seed,
         ..JobReport::default()
+    };
+    let secret = match Secret::random() {
+        Ok(secret) => secret,
+        Err(e) => {
+            return failed(format!(
+                "no data secret: the system's random generator failed: {e}"
+            ))
+        }
     };
     let output = options.output_dir.clone();
     if let Some(dir) = &output {
@@ -271,16 +284,19 @@ pub(crate) fn run_job(
     let view = LoopView::new(view, &mut scheduler);
     let job = JobParts {
         id,
+        secret,
         name,
         tasks,
         options,
         submitted,
     };
     let graph = Arc::clone(scheduler.graph());
+    let deployment = DeploymentConfig::for_job_type(graph.job_graph().job_type());
+    let offload_rule = deployment.offload_rule;
     let factory = match TaskDeploymentDescriptorFactory::new(
         &graph,
         job.id,
-        DeploymentConfig::for_job_type(graph.job_graph().job_type()),
+        deployment,
         Arc::clone(&ctx.blob_writer),
     ) {
         Ok(factory) => factory,
@@ -326,7 +342,7 @@ pub(crate) fn run_job(
         // that no registration or loss falls between them.
         let mut registry = ctx.registry.lock();
         registry.current_job = Some(sender);
-        registry.counters.max_rtt_ms = 0.0;
+        registry.counters.max_rtt_ms = None;
         for record in registry.records.values_mut() {
             record.job_tasks = 0;
         }
@@ -361,27 +377,37 @@ pub(crate) fn run_job(
         entry.outbox.send(&ToTaskManager::JobEnded(job.id));
     }
     let counters = registry.counters;
+    // Every TaskManager that took part; listed are those that received tasks of this job.
+    let task_manager_count = run.participants.len() as u64;
     let task_managers = run
         .participants
         .iter()
-        .map(|id| {
+        .filter_map(|id| {
+            let tasks = run.tasks_per_task_manager.get(id).copied().unwrap_or(0);
+            if tasks == 0 {
+                return None;
+            }
             let record = registry.records.get(id).cloned().unwrap_or_default();
-            TaskManagerReport {
+            let stats = record.stats;
+            Some(TaskManagerReport {
                 id: id.to_string(),
                 slots: record.slots,
-                tasks: run.tasks_per_task_manager.get(id).copied().unwrap_or(0),
-                peak_rss_bytes: record.stats.peak_rss_bytes,
-                tdd_bytes_received: record.stats.tdd_bytes_received,
-                blob_fetches: record.stats.blob_fetches,
+                tasks,
+                // 0 is what a platform without the figure sends: unknown, not nothing.
+                peak_rss_bytes: stats.map(|s| s.peak_rss_bytes).filter(|&b| b > 0),
+                tdd_bytes_received: stats.map(|s| s.tdd_bytes_received),
+                blob_fetches: stats.map_or(0, |s| s.blob_fetches),
+                cache_hits: None,
                 lost: record.lost,
-            }
+            })
         })
         .collect::<Vec<_>>();
     drop(registry);
     let deploy = match (run.first_submission, run.last_running) {
-        (Some(first), Some(last)) if last > first => (last - first).as_secs_f64() * 1e3,
-        _ => 0.0,
+        (Some(first), Some(last)) if last > first => Some(ms(last - first)),
+        _ => None,
     };
+    let peak_rss = peak_rss_bytes();
     JobReport {
         job_id: job.id.to_string(),
         job: job.name.clone(),
@@ -395,29 +421,45 @@ pub(crate) fn run_job(
             }),
         wall_ms: WallMs {
             deploy,
-            total: job.submitted.elapsed().as_secs_f64() * 1e3,
+            total: ms(job.submitted.elapsed()),
+            ..WallMs::default()
         },
         tasks: u64::from(graph.num_execution_vertices()),
         tasks_deployed: run.tasks_deployed,
         restarts: run.scheduler.restarts(),
+        scheduler_events: None,
+        virtual_ms: None,
+        max_handler_stall_ms: ms(run.max_stall),
+        max_handler_cpu_ms: Some(ms(run.max_cpu)),
+        peak_rss_bytes: peak_rss,
+        jobmanager_peak_rss_bytes: peak_rss,
+        trace_digest: format!("{:016x}", run.scheduler.trace_digest()),
+        seed: job.options.seed,
+        task_manager_count,
         task_managers_lost: counters.lost - counters_before.lost,
-        heartbeat_timeouts: counters.heartbeat_timeouts - counters_before.heartbeat_timeouts,
-        rpc_timeouts: run.rpc_timeouts,
+        heartbeat_timeouts: Some(counters.heartbeat_timeouts - counters_before.heartbeat_timeouts),
+        rpc_timeouts: Some(run.rpc_timeouts),
         max_heartbeat_rtt_ms: counters.max_rtt_ms,
-        max_handler_stall_ms: run.max_stall.as_secs_f64() * 1e3,
-        max_handler_cpu_ms: run.max_cpu.as_secs_f64() * 1e3,
-        jobmanager_peak_rss_bytes: peak_rss_bytes(),
+        descriptors: descriptors_report(offload_rule, &run.factory.stats()),
         blob_fetches: task_managers.iter().map(|t| t.blob_fetches).sum(),
+        blob_cache_hits: None,
         task_managers,
+        blob_server: None,
+        faults_injected: None,
         killed_task_manager: None,
         kill_skipped: None,
-        data: run.data.report(&job.tasks, &graph),
-        adaptive: AdaptiveJobReport::collect(&run.scheduler, estimate_reason),
-        speculative_attempts: SpeculativeAttemptsReport::new(
+        speculative_attempts: speculative_report(
             run.speculative.enabled(),
             run.scheduler.speculative_stats(),
         ),
+        adaptive: adaptive_report(&run.scheduler, estimate_reason),
+        data: run.data.report(&job.tasks, &graph),
     }
+}
+
+/// A duration in ms as reports give it (rounded to 0.001 ms).
+fn ms(duration: Duration) -> f64 {
+    conflux_report::round::ms(duration)
 }
 
 /// A scheduler call using more CPU time than this is logged (debug) even when it is not the
@@ -981,10 +1023,11 @@ impl JobRun<'_> {
         }
         let factory = &self.factory;
         let scheduler = &self.scheduler;
-        let (tasks, bytes, options) = (
+        let (tasks, bytes, options, job_secret) = (
             &self.job.tasks,
             self.synthetic_bytes.as_ref(),
             &self.job.options,
+            self.job.secret,
         );
         // A descriptor that cannot be built fails its task as any task failure; a message
         // that cannot be encoded would fail every attempt alike: non-recoverable.
@@ -999,6 +1042,7 @@ impl JobRun<'_> {
                 encode(&ToTaskManager::SubmitTask {
                     tdd: bytes::Bytes::from(encoded),
                     task: task_spec(tasks, scheduler, bytes, options, *a),
+                    job_secret,
                 })
                 .map_err(|e| (e.to_string(), FailureCause::NonRecoverable))
             })

@@ -265,22 +265,6 @@ impl Jobs {
             .collect()
     }
 
-    /// The jobs queued or running (whose partitions a TaskManager keeps).
-    pub(crate) fn live(&self) -> Vec<JobId> {
-        let table = self.lock();
-        table
-            .order
-            .values()
-            .filter(|id| {
-                table
-                    .entries
-                    .get(id)
-                    .is_some_and(|e| !matches!(e.phase, Phase::Ended))
-            })
-            .copied()
-            .collect()
-    }
-
     /// Every job's view, in submission order.
     pub(crate) fn views(&self) -> Vec<Arc<JobView>> {
         let table = self.lock();

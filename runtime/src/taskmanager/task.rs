@@ -15,13 +15,19 @@ use crate::metrics::{flink_label, TaskLabels};
 use crate::protocol::{
     SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager,
 };
+use crate::secret::Secret;
 use crate::taskmanager::wordcount;
 use crate::taskmanager::{lock, SessionContext};
 
-pub(crate) fn spawn(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: TaskSpec) {
+pub(crate) fn spawn(
+    ctx: Arc<SessionContext>,
+    tdd: TaskDeploymentDescriptor,
+    task: TaskSpec,
+    job_secret: Secret,
+) {
     let attempt = tdd.execution_attempt;
     let mut running = lock(&ctx.running);
-    let handle = tokio::spawn(run(Arc::clone(&ctx), tdd, task));
+    let handle = tokio::spawn(run(Arc::clone(&ctx), tdd, task, job_secret));
     running.insert(attempt, handle.abort_handle());
 }
 
@@ -40,7 +46,12 @@ fn report(
     });
 }
 
-async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: TaskSpec) {
+async fn run(
+    ctx: Arc<SessionContext>,
+    tdd: TaskDeploymentDescriptor,
+    task: TaskSpec,
+    job_secret: Secret,
+) {
     let tdd = Arc::new(tdd);
     let loaded = ctx
         .gates
@@ -81,13 +92,20 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
         }
         TaskSpec::WordCount(task) => {
             let started = std::time::Instant::now();
-            let outcome = wordcount::run(&ctx.wordcount, Arc::clone(&tdd), loaded.gates, task, io)
-                .await
-                .map_err(|f| TaskState::Failed {
-                    reason: f.reason,
-                    partition_not_found: f.partition_not_found,
-                    non_recoverable: f.non_recoverable,
-                });
+            let outcome = wordcount::run(
+                &ctx.wordcount,
+                Arc::clone(&tdd),
+                loaded.gates,
+                task,
+                job_secret,
+                io,
+            )
+            .await
+            .map_err(|f| TaskState::Failed {
+                reason: f.reason,
+                partition_not_found: f.partition_not_found,
+                non_recoverable: f.non_recoverable,
+            });
             if outcome.is_ok() && ctx.slowdown > 1.0 {
                 // Cancelled here like any task: a slow attempt that lost its race stops.
                 tokio::time::sleep(extra_time(started.elapsed(), ctx.slowdown)).await;

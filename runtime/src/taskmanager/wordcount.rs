@@ -20,7 +20,8 @@ use conflux_operators::{
 use tokio::sync::mpsc;
 
 use crate::metrics::TaskIo;
-use crate::protocol::{PartitionRef, TaskMetrics, WordCountRole, WordCountTask};
+use crate::protocol::{PartitionRef, TaskMetrics, WordCountRole, WordCountTask, MAX_CREDIT};
+use crate::secret::Secret;
 use crate::shuffle::input::{spawn_readers, InputChannel, InputEvent, InputSettings};
 use crate::shuffle::partition_file::{PartitionFileError, PartitionFileWriter, MAX_BUFFER_BYTES};
 use crate::shuffle::partitions::{PipelinedItem, PipelinedPartition, ResultPartitionManager};
@@ -140,6 +141,8 @@ pub(crate) struct WordCountContext {
     pub(crate) shared: Arc<WordCountShared>,
     pub(crate) partitions: Arc<ResultPartitionManager>,
     pub(crate) token: Option<String>,
+    /// How long a consumer waits for a producer's data server to welcome it, per attempt.
+    pub(crate) welcome_timeout: Duration,
 }
 
 /// Runs the task to its end; its metrics or why it failed.
@@ -148,6 +151,7 @@ pub(crate) async fn run(
     tdd: Arc<TaskDeploymentDescriptor>,
     gates: Vec<LoadedInputGate>,
     task: WordCountTask,
+    job_secret: Secret,
     io: TaskIo,
 ) -> Result<TaskMetrics, TaskFailure> {
     let cancel = Arc::new(AtomicBool::new(false));
@@ -209,13 +213,15 @@ pub(crate) async fn run(
             }
             let settings = Arc::new(InputSettings {
                 job: tdd.job_id,
+                secret: job_secret,
                 token: ctx.token.clone(),
-                credit: task.credit.max(1),
+                credit: task.credit.clamp(1, MAX_CREDIT),
                 attempts: 6,
                 backoff: Duration::from_millis(50),
+                welcome_timeout: ctx.welcome_timeout,
             });
             let n = channels.len();
-            let capacity = (n * task.credit.max(1) as usize).clamp(1, 1 << 16);
+            let capacity = (n * task.credit.clamp(1, MAX_CREDIT) as usize).clamp(1, 1 << 16);
             let (events_tx, events) = mpsc::channel(capacity);
             // Aborted with this future (a cancelled task).
             let _readers = spawn_readers(channels, settings, events_tx);
@@ -343,7 +349,8 @@ fn run_source(
             .register_blocking(job, id, path, size)
             .map_err(TaskFailure::new)?;
     } else {
-        let (partition, senders) = PipelinedPartition::new(subpartitions, task.credit as usize);
+        let (partition, senders) =
+            PipelinedPartition::new(subpartitions, task.credit.clamp(1, MAX_CREDIT) as usize);
         partitions.register_pipelined(job, id, Arc::clone(&partition));
         let send = |s: u32, item: PipelinedItem| -> Result<(), TaskFailure> {
             let tx = &senders[s as usize];

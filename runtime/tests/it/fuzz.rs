@@ -367,16 +367,17 @@ async fn unacknowledged_submissions_fail_after_the_rpc_timeout() {
     // restart (2 allowed), both are deployed again, fail again, and the job fails.
     assert_eq!(report.restarts, 2, "{report:?}");
     assert_eq!(report.tasks_deployed, 4, "{report:?}");
-    assert_eq!(report.rpc_timeouts, 4, "{report:?}");
+    assert_eq!(report.rpc_timeouts, Some(4), "{report:?}");
     let reason = report.failure_reason.as_deref().unwrap_or_default();
     assert!(
         reason.starts_with("Recovery is suppressed by the restart strategy"),
         "{reason}"
     );
     assert_eq!(report.task_managers_lost, 0, "{report:?}");
-    assert_eq!(
-        report.task_managers[0].tdd_bytes_received, 0,
-        "nothing arrived"
+    // Nothing arrived: 0 as reported, or unknown when no report came at all.
+    assert!(
+        matches!(report.task_managers[0].tdd_bytes_received, None | Some(0)),
+        "{report:?}"
     );
     assert!(report.wall_ms.total >= 400.0, "{:?}", report.wall_ms);
     jm.shutdown().await;
@@ -403,8 +404,8 @@ async fn delayed_messages_show_in_the_heartbeat_round_trip() {
     )
     .await;
     assert_eq!(report.status, "FINISHED", "{report:?}");
-    assert!(report.max_heartbeat_rtt_ms >= 50.0, "{report:?}");
-    assert!(report.max_heartbeat_rtt_ms < 1_000.0, "{report:?}");
+    let rtt = report.max_heartbeat_rtt_ms.expect("a measured round trip");
+    assert!((50.0..1_000.0).contains(&rtt), "{report:?}");
     assert_eq!(report.task_managers_lost, 0, "{report:?}");
     jm.shutdown().await;
 }

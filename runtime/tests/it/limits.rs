@@ -195,6 +195,7 @@ async fn a_path_that_is_not_utf8_is_an_error_never_a_panic() {
             credit: 1,
             report_produced_bytes: false,
         }),
+        job_secret: conflux_runtime::protocol::Secret([7; 16]),
     };
     let e = encode(&task).expect_err("does not encode");
     assert!(
@@ -344,7 +345,11 @@ async fn submissions_are_timed_from_their_hand_over() {
     )
     .await;
     assert_eq!(report.status, "FINISHED", "{report:?}");
-    assert_eq!((report.rpc_timeouts, report.restarts), (0, 0), "{report:?}");
+    assert_eq!(
+        (report.rpc_timeouts, report.restarts),
+        (Some(0), 0),
+        "{report:?}"
+    );
     assert_eq!(report.tasks_deployed, 100);
     jm.shutdown().await;
 }

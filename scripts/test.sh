@@ -62,4 +62,22 @@ if [ "${CONFLUX_SKIP_SCHEMATHESIS:-}" != 1 ] && [ -z "${SCHEMATHESIS:-}" ]; then
   if [ -n "${SCHEMATHESIS:-}" ]; then export SCHEMATHESIS; fi
 fi
 
+# Flink's own CLI (runtime/tests/it/flink_cli.rs) needs Java 17 and Flink 1.20.3's jars; without
+# them that test says SKIPPED and passes. FLINK_LIB_DIR names the directory holding
+# flink-dist-1.20.3.jar: the deps/lib directory of PyPI's source package, e.g.
+#   pip download --no-deps --no-binary :all: apache-flink-libraries==1.20.3 -d ~/.cache/conflux
+#   tar -xzf ~/.cache/conflux/apache-flink-libraries-1.20.3.tar.gz -C ~/.cache/conflux
+# and `apt-get install openjdk-17-jre-headless` for Java. The extracted cache is used when
+# FLINK_LIB_DIR is not set.
+if [ -z "${FLINK_LIB_DIR:-}" ]; then
+  cached="${HOME:-/root}/.cache/conflux/apache-flink-libraries-1.20.3/deps/lib"
+  if [ -f "$cached/flink-dist-1.20.3.jar" ]; then
+    export FLINK_LIB_DIR="$cached"
+  else
+    echo "FLINK_LIB_DIR not set and $cached missing: the Flink CLI test will be skipped (see scripts/test.sh)"
+  fi
+fi
+if ! command -v java >/dev/null 2>&1; then
+  echo "java not found on PATH: the Flink CLI test will be skipped (apt-get install openjdk-17-jre-headless)"
+fi
 cargo test --workspace --locked "$@"

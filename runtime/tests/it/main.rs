@@ -3,6 +3,7 @@
 
 mod adaptive;
 mod dataplane;
+mod flink_cli;
 mod fuzz;
 mod handshake;
 mod heartbeat;

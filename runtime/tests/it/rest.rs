@@ -329,6 +329,58 @@ async fn task_figures_move_as_a_word_count_runs() {
     assert_eq!(count["metrics"]["read-records"].as_f64(), Some(words));
     assert!(count["metrics"]["read-bytes"].as_u64().unwrap() > 0);
     assert_eq!(count["status"], "FINISHED");
+    // The finished job as every endpoint shows it: 2 vertices of 2 subtasks, all FINISHED.
+    assert_eq!(details["state"], "FINISHED");
+    assert_eq!(details["job-type"], "BATCH");
+    assert_eq!(details["status-counts"]["FINISHED"], 2);
+    assert!(details["end-time"].as_i64().unwrap() >= details["start-time"].as_i64().unwrap());
+    for vertex in details["vertices"].as_array().unwrap() {
+        assert_eq!(vertex["parallelism"], 2, "{vertex}");
+        assert_eq!(vertex["tasks"]["FINISHED"], 2, "{vertex}");
+        assert_eq!(vertex["tasks"]["RUNNING"], 0, "{vertex}");
+        let v = vertex["id"].as_str().unwrap();
+        let detail = json(rest, &format!("/v1/jobs/{job}/vertices/{v}")).await;
+        assert_eq!(detail["parallelism"], 2);
+        let subtasks = detail["subtasks"].as_array().unwrap();
+        assert_eq!(subtasks.len(), 2);
+        for (i, subtask) in subtasks.iter().enumerate() {
+            assert_eq!(subtask["subtask"], i, "{subtask}");
+            assert_eq!(subtask["status"], "FINISHED", "{subtask}");
+            assert_eq!(subtask["taskmanager-id"], "tm0", "{subtask}");
+        }
+    }
+    let overview = json(rest, "/jobs/overview").await;
+    let listed = overview["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["jid"] == job.to_string().as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("{job} in {overview}"));
+    assert_eq!(listed["state"], "FINISHED");
+    assert_eq!(listed["tasks"]["total"], 4);
+    assert_eq!(listed["tasks"]["finished"], 4);
+    let tms = json(rest, "/taskmanagers").await;
+    assert_eq!(tms["taskmanagers"].as_array().unwrap().len(), 1);
+    assert_eq!(tms["taskmanagers"][0]["slotsNumber"], 4);
+    assert_eq!(tms["taskmanagers"][0]["freeSlots"], 4, "{tms}");
+    let (_, jm_metrics) = get(&format!("http://{rest}/metrics")).await;
+    for (metric, value) in [
+        ("flink_jobmanager_numRunningJobs", 0.0),
+        ("flink_jobmanager_numRegisteredTaskManagers", 1.0),
+        ("flink_jobmanager_taskSlotsTotal", 4.0),
+        ("flink_jobmanager_taskSlotsAvailable", 4.0),
+    ] {
+        assert_eq!(
+            sample(&jm_metrics, metric, "host="),
+            Some(value),
+            "{metric}: {jm_metrics}"
+        );
+    }
+    assert!(
+        sample(&jm_metrics, "conflux_jobmanager_descriptor_bytes_total", "").unwrap_or(0.0) > 0.0,
+        "{jm_metrics}"
+    );
     // The job ended: its tasks' series are gone.
     let (_, text) = get(&tm_metrics).await;
     assert!(

@@ -345,7 +345,11 @@ async fn submissions_are_timed_from_their_hand_over() {
     )
     .await;
     assert_eq!(report.status, "FINISHED", "{report:?}");
-    assert_eq!((report.rpc_timeouts, report.restarts), (Some(0), 0), "{report:?}");
+    assert_eq!(
+        (report.rpc_timeouts, report.restarts),
+        (Some(0), 0),
+        "{report:?}"
+    );
     assert_eq!(report.tasks_deployed, 100);
     jm.shutdown().await;
 }

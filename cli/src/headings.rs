@@ -7,6 +7,10 @@ pub(crate) const JOB: &str = "Job graph";
 pub(crate) const CLUSTER: &str = "Cluster";
 /// The scheduler: restarts, failover, slot spreading, work budget, descriptor offload.
 pub(crate) const SCHEDULING: &str = "Scheduling";
+/// The restart strategy: whether and when failed tasks restart (Flink's `restart-strategy.*`).
+pub(crate) const RESTART: &str = "Restart strategy";
+/// What a JobManager admits and how long it keeps ended jobs.
+pub(crate) const JOBS: &str = "Job admission and history";
 /// Injected faults.
 pub(crate) const FAULTS: &str = "Faults";
 /// Flink's adaptive batch scheduler and the bytes synthetic tasks write.

@@ -16,37 +16,37 @@ pub(crate) struct RestartArgs {
     /// Restart strategy (Flink's `restart-strategy.type`; default none, Flink's without
     /// checkpointing: the first task failure fails the job; Flink's other spellings such as
     /// `fixeddelay` or `off` are accepted too).
-    #[arg(long, value_parser = parse_strategy)]
+    #[arg(help_heading = crate::headings::RESTART, long, value_parser = parse_strategy)]
     restart_strategy: Option<RestartStrategyType>,
     /// Restarts allowed: fixed-delay's `attempts` (default 1) or exponential-delay's
     /// `attempts-before-reset-backoff` (default 2^31 - 1); alone, it means exponential-delay.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::RESTART, long)]
     restart_attempts: Option<u32>,
     /// Delay before a restart, ms: fixed-delay's and failure-rate's `delay`, exponential-delay's
     /// `initial-backoff` (default 1,000).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::RESTART, long)]
     restart_delay_ms: Option<u64>,
     /// Exponential-delay: the largest delay, ms (`max-backoff`, default 60,000).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::RESTART, long)]
     restart_max_delay_ms: Option<u64>,
     /// Exponential-delay: growth of the delay per restart, above 1 (`backoff-multiplier`,
     /// default 1.5).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::RESTART, long)]
     restart_backoff_multiplier: Option<f64>,
     /// Exponential-delay: after this long without failure delays and attempts start over, ms
     /// (`reset-backoff-threshold`, default 3,600,000).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::RESTART, long)]
     restart_reset_backoff_threshold_ms: Option<u64>,
     /// Exponential-delay: each delay moves by up to this share of it either way, 0 to 1, drawn
     /// from the seed (`jitter-factor`, default 0.1).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::RESTART, long)]
     restart_jitter_factor: Option<f64>,
     /// Failure-rate: failures allowed within the interval (`max-failures-per-interval`,
     /// default 1).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::RESTART, long)]
     restart_max_failures_per_interval: Option<u32>,
     /// Failure-rate: the interval, ms (`failure-rate-interval`, default 60,000).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::RESTART, long)]
     restart_failure_rate_interval_ms: Option<u64>,
 }
 

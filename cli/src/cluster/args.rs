@@ -47,14 +47,14 @@ pub(crate) struct JobManagerLimitsArgs {
     /// A job whose estimated execution graph, scheduler state and descriptors exceed this many
     /// bytes is refused at submission (default 4 GiB, whatever the host's memory); the queued
     /// jobs' graphs together are held to it too.
-    #[arg(long, default_value_t = DEFAULT_MAX_JOB_MEMORY_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(help_heading = crate::headings::JOBS, long, default_value_t = DEFAULT_MAX_JOB_MEMORY_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) max_job_memory: u64,
     /// Ended jobs kept for `list` and waiting clients; the oldest go first.
-    #[arg(long, default_value_t = DEFAULT_JOB_HISTORY_SIZE as u64, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    #[arg(help_heading = crate::headings::JOBS, long, default_value_t = DEFAULT_JOB_HISTORY_SIZE as u64, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub(crate) job_history_size: u64,
     /// An ended job leaves the job history this long after it ended, ms (Flink's
     /// `jobstore.expiration-time`, 1 h).
-    #[arg(long, default_value_t = DEFAULT_JOB_HISTORY_TTL_MS, value_parser = clap::value_parser!(u64).range(0..=30 * 86_400_000))]
+    #[arg(help_heading = crate::headings::JOBS, long, default_value_t = DEFAULT_JOB_HISTORY_TTL_MS, value_parser = clap::value_parser!(u64).range(0..=30 * 86_400_000))]
     pub(crate) job_history_ttl_ms: u64,
 }
 

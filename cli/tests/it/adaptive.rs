@@ -49,7 +49,7 @@ fn the_word_count_of_one_gib_decides_64() {
     // `--default-parallelism` given: the estimate, nothing decided.
     let r = run_json(&[WORD_COUNT, "--default-parallelism", "8"]);
     assert_eq!(r["tasks"], 16);
-    assert!(r.get("decided_parallelism").is_none(), "{r}");
+    assert!(r["decided_parallelism"].is_null(), "{r}");
 }
 
 /// Skewed bytes (Zipf 1.0 over the subpartitions) are reported: the hottest subpartitions with

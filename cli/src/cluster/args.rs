@@ -175,10 +175,10 @@ pub(crate) struct JobManagerArgs {
     pub(crate) max_connections: u64,
     /// Host or IP the REST API (Flink's, with `/metrics`) binds (Flink's `rest.address`;
     /// default: the host of `--address`).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::SERVER, long)]
     pub(crate) rest_address: Option<String>,
     /// Port of the REST API (Flink's `rest.port`); 0 picks a free port, printed at start.
-    #[arg(long, default_value_t = 8081)]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 8081)]
     pub(crate) rest_port: u16,
     /// Seed of injected RPC drops.
     #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0)]
@@ -315,7 +315,7 @@ pub(crate) struct TaskManagerArgs {
     #[arg(help_heading = crate::headings::SPECULATIVE, long, default_value_t = 1.0)]
     pub(crate) slowdown: f64,
     /// Port of its Prometheus endpoint (`GET /metrics`, on `--advertised-address`); 0: none.
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 0)]
     pub(crate) metrics_port: u16,
     /// Exit when standard input closes (how `conflux cluster` makes sure no TaskManager
     /// outlives it).

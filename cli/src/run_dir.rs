@@ -34,9 +34,9 @@ const INTERRUPTED_EXIT_CODE: i32 = 130;
 static STOPPING: AtomicBool = AtomicBool::new(false);
 
 /// Parks the calling thread for good once a signal is being handled, so that the run stops
-/// creating directories (a TaskManager's blob cache per new TaskManager) while the handler
-/// removes them; the handler then ends the process. Called by the run's blob environment
-/// before it creates anything.
+/// creating files (a blob upload, a restarted blob server) while the handler removes them; the
+/// handler then ends the process. Called by the run's blob environment before it creates
+/// anything.
 pub(crate) fn pause_if_stopping() {
     while STOPPING.load(Ordering::Acquire) {
         std::thread::park();
@@ -88,12 +88,14 @@ impl RunDir {
 }
 
 impl Drop for RunDir {
+    /// Removes the directory as the signal handler does, its lock file last, and only then
+    /// forgets it: a signal meanwhile removes it too, and a process killed meanwhile leaves a
+    /// locked directory (or an empty one) that the next run sweeps.
     fn drop(&mut self) {
         if let Some(dir) = self.dir.take() {
-            lock_live().retain(|d| d != dir.path());
-            if let Err(error) = dir.close() {
-                tracing::warn!(%error, "could not remove the run directory");
-            }
+            let path = dir.keep();
+            remove_dir(&path);
+            lock_live().retain(|d| *d != path);
         }
     }
 }
@@ -170,8 +172,9 @@ fn remove_contents_but_lock(dir: &Path) -> std::io::Result<()> {
     result
 }
 
-/// Removes the `conflux-run-*` directories in `parent` whose lock no process holds. Errors are
-/// logged and skipped: the sweep must not stop a run.
+/// Removes the `conflux-run-*` directories in `parent` whose lock no process holds, and empty
+/// ones without a lock left by a removal that was cut short. Errors are logged and skipped: the
+/// sweep must not stop a run.
 pub(crate) fn sweep_dead_runs(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
@@ -185,8 +188,25 @@ pub(crate) fn sweep_dead_runs(parent: &Path) {
         if is_dead(&dir) {
             tracing::info!(dir = %dir.display(), "removing the directory of a dead run");
             remove_dir(&dir);
+        } else if is_old_and_unlocked(&dir) {
+            // Only if empty: a run that is making its directory has not locked it yet, and an
+            // old directory without a lock that holds anything is not one of ours to judge.
+            let _ = std::fs::remove_dir(&dir);
         }
     }
+}
+
+/// Whether `dir` has no lock file and is older than [`GRACE`] (a run's removal that was cut
+/// between its lock file and the directory itself).
+fn is_old_and_unlocked(dir: &Path) -> bool {
+    if dir.join(LOCK_FILE).exists() {
+        return false;
+    }
+    std::fs::metadata(dir)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age >= GRACE)
 }
 
 /// Whether `dir` has a lock file, old enough, that can be locked: its process is gone. A

@@ -257,7 +257,7 @@ impl Scheduler {
                     // reserved there, but it does not run yet (blocking that node could starve
                     // the very request the attempt waits in).
                     if is_running(state) {
-                        tms.extend(self.location[v].map(|l| l.id));
+                        tms.extend(self.location_of(v).map(|l| l.id));
                     }
                 }
                 for x in s.attempts.get(&v).into_iter().flatten() {
@@ -294,12 +294,12 @@ impl Scheduler {
             let running = s.attempts.get(&v).map_or(0, Vec::len) + 1;
             let wanted = (options.max_concurrent_executions as usize).saturating_sub(running);
             for _ in 0..wanted {
+                // Another TaskManager than every attempt of the vertex.
+                let mut busy: Vec<TaskManagerId> =
+                    self.location_of(v).map(|l| l.id).into_iter().collect();
                 let Some(s) = self.speculative.as_mut() else {
                     return;
                 };
-                // Another TaskManager than every attempt of the vertex.
-                let mut busy: Vec<TaskManagerId> =
-                    self.location[v].map(|l| l.id).into_iter().collect();
                 busy.extend(
                     s.attempts
                         .get(&v)
@@ -578,7 +578,7 @@ impl Scheduler {
     fn promote(&mut self, v: ExecutionVertexIndex, x: SpeculativeAttempt) {
         self.attempt[v] = x.attempt;
         self.allocation[v] = Some(x.allocation);
-        self.location[v] = Some(x.location);
+        self.location[v] = self.slots.intern_location(x.location);
         self.state[v] = if x.running {
             ExecutionState::Running
         } else {

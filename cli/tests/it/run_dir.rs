@@ -1,5 +1,6 @@
 //! `conflux run`'s temporary directory (`$TMPDIR/conflux-run-*`) does not outlive the run: removed
-//! on SIGINT / SIGTERM, and the directory of a run that died is removed by the next run.
+//! on SIGINT / SIGTERM, and the directory of a run that died (or whose removal was cut short) is
+//! removed by the next run.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,21 @@ fn the_next_run_removes_directories_of_dead_runs_only() {
     // Not a run directory of this version (no lock file): left alone.
     let other = tmp.path().join("conflux-run-other");
     std::fs::create_dir(&other).expect("mkdir");
+    // An old one without a lock file: removed when empty (a removal cut short between the lock
+    // file and the directory), left alone when it holds anything.
+    let cut = tmp.path().join("conflux-run-cut");
+    std::fs::create_dir(&cut).expect("mkdir");
+    File::open(&cut)
+        .expect("open")
+        .set_modified(old)
+        .expect("mtime");
+    let foreign = tmp.path().join("conflux-run-foreign");
+    std::fs::create_dir(&foreign).expect("mkdir");
+    std::fs::write(foreign.join("file"), b"x").expect("file");
+    File::open(&foreign)
+        .expect("open")
+        .set_modified(old)
+        .expect("mtime");
 
     let out = Command::new(env!("CARGO_BIN_EXE_conflux"))
         .args(["run", "fixtures/jobs/small/two-data-sets.json", "--quiet"])
@@ -94,7 +110,8 @@ fn the_next_run_removes_directories_of_dead_runs_only() {
     assert!(!dead.exists());
     assert!(live.join("server/blob").exists());
     assert!(other.exists());
+    assert!(!cut.exists());
     let mut left = run_dirs(tmp.path());
     left.sort();
-    assert_eq!(left, vec![live, other]);
+    assert_eq!(left, vec![foreign, live, other]);
 }

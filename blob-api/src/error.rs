@@ -34,12 +34,14 @@ pub enum BlobError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// The client sent nothing of an upload's body for longer than the server's idle timeout.
-    /// Nothing was stored; HTTP 408.
-    #[error("upload stalled: no data for {idle_ms} ms")]
+    /// The client sent less than `min_bytes` of an upload's body within the server's idle
+    /// timeout (nothing, or a trickle). Nothing was stored; HTTP 408.
+    #[error("upload stalled: less than {min_bytes} bytes in {idle_ms} ms")]
     UploadStalled {
         /// The idle timeout in ms.
         idle_ms: u64,
+        /// The least an upload must send per idle timeout (or finish), bytes.
+        min_bytes: u64,
     },
     /// The request lacked the shared secret.
     #[error("unauthorized: missing or wrong bearer token")]

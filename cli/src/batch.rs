@@ -9,6 +9,7 @@ use crate::Failure;
 
 /// Adaptive batch options, flattened into the commands that run jobs.
 #[derive(clap::Args, Clone)]
+#[command(next_help_heading = crate::headings::ADAPTIVE)]
 pub(crate) struct BatchArgs {
     /// Lower bound of a decided parallelism (Flink's `...auto-parallelism.min-parallelism`).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]

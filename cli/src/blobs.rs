@@ -18,7 +18,7 @@ use conflux_blob::{
 use conflux_deploy::TaskManagerId;
 use conflux_sim::BlobEnvironment;
 
-use crate::run_dir::{self, RunDir};
+use crate::work_dir::{self, Kind, WorkDir};
 
 /// The blob server and the TaskManagers' caches of one run.
 pub(crate) struct EmbeddedBlobs {
@@ -31,13 +31,13 @@ pub(crate) struct EmbeddedBlobs {
     runtime: tokio::runtime::Runtime,
     /// What the caches hold, once per blob.
     memory: SharedBlobMemory,
-    _dir: RunDir,
+    _dir: WorkDir,
 }
 
 impl EmbeddedBlobs {
     /// Starts a server on a free loopback port over a new temporary directory.
     pub(crate) fn start() -> anyhow::Result<EmbeddedBlobs> {
-        let dir = RunDir::create().context("creating the blob storage directory")?;
+        let dir = WorkDir::create(Kind::Run).context("creating the blob storage directory")?;
         let mut config = BlobServerConfig::new(dir.path().join("server"));
         let durable_dir = dir.path().join("durable");
         config.durable = DurableStoreConfig::Local {
@@ -95,7 +95,7 @@ struct CurrentServer(Arc<Mutex<Option<BlobServer>>>);
 
 impl BlobWriter for CurrentServer {
     fn put_permanent(&self, job: JobId, bytes: &[u8]) -> Result<BlobKey, BlobError> {
-        run_dir::pause_if_stopping();
+        work_dir::pause_if_stopping();
         match lock(&self.0).as_ref() {
             Some(server) => server.put_permanent(job, bytes),
             None => Err(BlobError::Remote(
@@ -162,7 +162,7 @@ impl BlobEnvironment for EmbeddedBlobs {
     }
 
     fn restart_server(&self) -> Result<(), String> {
-        run_dir::pause_if_stopping();
+        work_dir::pause_if_stopping();
         let old = lock(&self.server).take();
         drop(old);
         let server = BlobServer::start_blocking(self.config.clone())

@@ -23,74 +23,74 @@ mod script;
 #[derive(clap::Args)]
 pub(crate) struct CheckpointSimArgs {
     /// Subtasks of the stateful operator (each with its own database and manager).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=4096))]
     subtasks: u32,
     /// Checkpoints triggered.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     checkpoints: u64,
     /// New small state (SST) files per checkpoint, over all subtasks.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
     files_per_checkpoint: u32,
     /// Smallest state file, bytes.
-    #[arg(long, default_value_t = 256)]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 256)]
     min_file_bytes: u64,
     /// Largest state file, bytes.
-    #[arg(long, default_value_t = 2048)]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 2048)]
     max_file_bytes: u64,
     /// Most checkpoints pending at once.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=64))]
     max_concurrent: u32,
     /// Chance that a checkpoint is still pending when the next is triggered (0..1).
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 0.2)]
     overlap_rate: f64,
     /// Chance that a checkpoint aborts (0..1).
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 0.05)]
     abort_rate: f64,
     /// Job-manager failovers, evenly spaced, each in the middle of a checkpoint.
-    #[arg(long, default_value_t = 2)]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 2)]
     failovers: u32,
     /// Completed checkpoints retained.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
     retained: u64,
     /// Cap of a merged physical file, bytes.
-    #[arg(long, default_value_t = conflux_checkpoint::merging::DEFAULT_MAX_FILE_SIZE,
+    #[arg(help_heading = crate::headings::MERGING, long, default_value_t = conflux_checkpoint::merging::DEFAULT_MAX_FILE_SIZE,
           value_parser = clap::value_parser!(u64).range(1..))]
     max_file_size: u64,
     /// Let merged files take segments of later checkpoints (FLIP-306 across-boundary mode).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::MERGING, long)]
     across_checkpoint_boundary: bool,
     /// Space-amplification limit of merged files (below 1 disables space control).
-    #[arg(long, default_value_t = conflux_checkpoint::merging::DEFAULT_MAX_SPACE_AMPLIFICATION)]
+    #[arg(help_heading = crate::headings::MERGING, long, default_value_t = conflux_checkpoint::merging::DEFAULT_MAX_SPACE_AMPLIFICATION)]
     max_space_amplification: f64,
     /// `compaction` rewrites wasteful files (Alibaba); `exclude` stops reusing them (Flink).
-    #[arg(long, value_enum, default_value_t = SpaceControlArg::Compaction)]
+    #[arg(help_heading = crate::headings::MERGING, long, value_enum, default_value_t = SpaceControlArg::Compaction)]
     space_control: SpaceControlArg,
     /// `appended` uploads only new MANIFEST bytes; `full` uploads it whole (Flink).
-    #[arg(long, value_enum, default_value_t = ManifestArg::Appended)]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, value_enum, default_value_t = ManifestArg::Appended)]
     manifest: ManifestArg,
     /// MANIFEST roll threshold of the synthetic databases, bytes.
-    #[arg(long, default_value_t = conflux_checkpoint::upload_plan::DEFAULT_MANIFEST_ROLL_BYTES,
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = conflux_checkpoint::upload_plan::DEFAULT_MANIFEST_ROLL_BYTES,
           value_parser = clap::value_parser!(u64).range(1..))]
     manifest_roll_bytes: u64,
     /// Seed of every random choice.
-    #[arg(long, default_value_t = 42)]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, default_value_t = 42)]
     seed: u64,
     /// Keep objects in this local directory (`merged/` and `unmerged/` in it). Default: a
     /// temporary directory, removed at the end.
-    #[arg(long, conflicts_with_all = ["memory", "s3_bucket"])]
+    #[arg(help_heading = crate::headings::STORAGE, long, conflicts_with_all = ["memory", "s3_bucket"])]
     storage_dir: Option<PathBuf>,
     /// Keep objects in memory instead of a local directory.
-    #[arg(long, conflicts_with = "s3_bucket")]
+    #[arg(help_heading = crate::headings::STORAGE, long, conflicts_with = "s3_bucket")]
     memory: bool,
     #[command(flatten)]
     s3: crate::s3::S3Args,
     /// Replay this scripted scenario (JSON) against the job manager's registry, completed
     /// checkpoint store and upload plan instead of simulating a job; prints the objects alive
     /// after each event. The simulation options are then ignored.
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = crate::headings::CHECKPOINTS, long, value_name = "FILE")]
     script: Option<PathBuf>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }
 
@@ -111,35 +111,35 @@ enum ManifestArg {
 pub(crate) struct LocalDirsArgs {
     /// Candidate directories (default: `--disks` temporary directories, on one device, so
     /// device de-duplication is off for them).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = crate::headings::STORAGE, long, value_delimiter = ',')]
     dirs: Vec<PathBuf>,
     /// Temporary "disks" to create when `--dirs` is not given.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(help_heading = crate::headings::STORAGE, long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
     disks: u32,
     /// Processes allocating at once.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    #[arg(help_heading = crate::headings::PLACEMENT, long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
     processes: u32,
     /// Instances each process allocates (and holds until all processes are done).
-    #[arg(long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    #[arg(help_heading = crate::headings::PLACEMENT, long, default_value_t = 6, value_parser = clap::value_parser!(u32).range(1..=10_000))]
     instances_per_process: u32,
     /// Strategies to demonstrate (default: all): random, round-robin, host-round-robin,
     /// least-loaded, weighted.
-    #[arg(long, value_delimiter = ',', value_parser = parse_strategy)]
+    #[arg(help_heading = crate::headings::PLACEMENT, long, value_delimiter = ',', value_parser = parse_strategy)]
     strategy: Vec<PlacementStrategy>,
     /// Weights of the weighted strategy, one per directory (default: free bytes).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = crate::headings::PLACEMENT, long, value_delimiter = ',')]
     weights: Vec<u64>,
     /// Count directories on one device separately (always so for the temporary disks).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::STORAGE, long)]
     no_device_dedupe: bool,
     /// Skip directories with fewer free bytes.
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = crate::headings::STORAGE, long, default_value_t = 0)]
     min_free_bytes: u64,
     /// Internal: run as one allocating child process.
     #[arg(long, hide = true)]
     child: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }
 
@@ -337,6 +337,8 @@ impl SimBars {
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
             );
             bar.set_prefix(mode);
+            // Redrawn by itself, so the elapsed time moves while a long checkpoint runs.
+            bar.enable_steady_tick(std::time::Duration::from_millis(200));
             bar
         };
         Some(SimBars {
@@ -362,6 +364,19 @@ fn mode_json(r: &ModeReport) -> Value {
     serde_json::to_value(r).unwrap_or_else(|e| json!({ "error": e.to_string() }))
 }
 
+/// A count with its digits grouped (`545,259,990`).
+fn n(value: impl Into<u64>) -> String {
+    conflux_common::format::group_digits(value.into())
+}
+
+/// A non-negative figure rounded to a whole number, digits grouped.
+fn n_f64(value: f64) -> String {
+    // Rounded and clamped first: the cast cannot truncate a value that matters.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let whole = value.round().clamp(0.0, u64::MAX as f64) as u64;
+    n(whole)
+}
+
 fn write_sim_text(
     out: &mut dyn Write,
     report: &SimReport,
@@ -372,29 +387,23 @@ fn write_sim_text(
     writeln!(
         out,
         "checkpoint-sim: {} subtasks, {} checkpoints x {} files ({}..{} bytes), storage {storage}",
-        config.subtasks,
-        config.checkpoints,
-        config.files_per_checkpoint,
-        config.min_file_bytes,
-        config.max_file_bytes
+        n(config.subtasks),
+        n(config.checkpoints),
+        n(config.files_per_checkpoint),
+        n(config.min_file_bytes),
+        n(config.max_file_bytes)
     )?;
     type Cell = Box<dyn Fn(&ModeReport) -> String>;
     let rows: [(&str, Cell); 17] = [
-        (
-            "objects created",
-            Box::new(|r| r.objects_created.to_string()),
-        ),
-        ("PUT requests", Box::new(|r| r.put_requests.to_string())),
-        (
-            "DELETE requests",
-            Box::new(|r| r.delete_requests.to_string()),
-        ),
-        ("LIST requests", Box::new(|r| r.list_requests.to_string())),
-        ("GET requests", Box::new(|r| r.get_requests.to_string())),
-        ("bytes written", Box::new(|r| r.bytes_written.to_string())),
-        ("live objects", Box::new(|r| r.live_objects.to_string())),
-        ("live bytes", Box::new(|r| r.live_bytes.to_string())),
-        ("logical bytes", Box::new(|r| r.logical_bytes.to_string())),
+        ("objects created", Box::new(|r| n(r.objects_created))),
+        ("PUT requests", Box::new(|r| n(r.put_requests))),
+        ("DELETE requests", Box::new(|r| n(r.delete_requests))),
+        ("LIST requests", Box::new(|r| n(r.list_requests))),
+        ("GET requests", Box::new(|r| n(r.get_requests))),
+        ("bytes written", Box::new(|r| n(r.bytes_written))),
+        ("live objects", Box::new(|r| n(r.live_objects))),
+        ("live bytes", Box::new(|r| n(r.live_bytes))),
+        ("logical bytes", Box::new(|r| n(r.logical_bytes))),
         (
             "space amplification",
             Box::new(|r| format!("{:.3}", r.space_amplification)),
@@ -410,24 +419,34 @@ fn write_sim_text(
             "misc bytes/checkpoint (first..last)",
             Box::new(|r| {
                 format!(
-                    "{:.0}..{:.0}",
-                    r.misc_bytes_per_checkpoint.first, r.misc_bytes_per_checkpoint.last
+                    "{}..{}",
+                    n_f64(r.misc_bytes_per_checkpoint.first),
+                    n_f64(r.misc_bytes_per_checkpoint.last)
                 )
             }),
         ),
         (
             "checkpoints completed/aborted",
-            Box::new(|r| format!("{}/{}", r.checkpoints_completed, r.checkpoints_aborted)),
+            Box::new(|r| {
+                format!(
+                    "{}/{}",
+                    n(r.checkpoints_completed),
+                    n(r.checkpoints_aborted)
+                )
+            }),
         ),
-        ("failovers", Box::new(|r| r.failovers.to_string())),
-        ("orphans swept", Box::new(|r| r.orphans_swept.to_string())),
-        (
-            "compaction bytes",
-            Box::new(|r| r.compaction_bytes.to_string()),
-        ),
+        ("failovers", Box::new(|r| n(r.failovers))),
+        ("orphans swept", Box::new(|r| n(r.orphans_swept))),
+        ("compaction bytes", Box::new(|r| n(r.compaction_bytes))),
         (
             "restore failures / files checked",
-            Box::new(|r| format!("{} / {}", r.restore_failures, r.restored_files_checked)),
+            Box::new(|r| {
+                format!(
+                    "{} / {}",
+                    n(r.restore_failures),
+                    n(r.restored_files_checked)
+                )
+            }),
         ),
     ];
     writeln!(out, "{:<36} {:>16} {:>16}", "", "merged", "unmerged")?;
@@ -441,8 +460,9 @@ fn write_sim_text(
     }
     writeln!(
         out,
-        "objects ratio (unmerged / merged): {:.1}x; {wall_ms:.0} ms",
-        report.objects_ratio
+        "objects ratio (unmerged / merged): {:.1}x; {} ms",
+        report.objects_ratio,
+        n_f64(wall_ms)
     )?;
     Ok(())
 }

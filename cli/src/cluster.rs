@@ -4,15 +4,18 @@
 
 mod args;
 mod local;
+mod paths;
 mod render;
 
 use std::time::Duration;
 
 use anyhow::Context as _;
+use conflux_runtime::connection::RpcError;
 use conflux_runtime::protocol::JobSubmission;
-use conflux_runtime::{JobManager, JobManagerClient, TaskManager};
+use conflux_runtime::{ClientError, JobManager, JobManagerClient, TaskManager};
 
 use crate::output;
+use crate::work_dir::{self, Kind, OnSignal, WorkDir};
 use crate::{Failure, Format};
 pub(crate) use args::{
     CancelArgs, ClusterArgs, JobManagerArgs, ListArgs, SubmitArgs, TaskManagerArgs,
@@ -46,47 +49,73 @@ fn jobmanager_runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(Failure::Work)
 }
 
-/// Resolves when the process gets SIGINT or SIGTERM.
-async fn interrupted() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+/// `path`, or a new working directory of `kind` (removed on every exit) when it is not given.
+fn working_dir(
+    given: Option<&std::path::Path>,
+    kind: Kind,
+) -> Result<(std::path::PathBuf, Option<WorkDir>), Failure> {
+    match given {
+        Some(path) => Ok((path.to_owned(), None)),
+        None => {
+            let dir = WorkDir::create(kind)
+                .context("creating the working directory")
+                .map_err(Failure::Work)?;
+            Ok((dir.path().to_owned(), Some(dir)))
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 
+/// How long a JobManager stopping on a signal waits for its job runner, which may be inside a
+/// long scheduler call, before the process exits anyway: within 5 s of the signal in all.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+
+/// Stops `jm`, waiting at most [`SHUTDOWN_GRACE`].
+async fn shutdown_within_grace(jm: JobManager) {
+    if tokio::time::timeout(SHUTDOWN_GRACE, jm.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            grace_ms = SHUTDOWN_GRACE.as_millis(),
+            "the JobManager's job runner is busy: exiting without waiting for it"
+        );
+    }
+}
+
+/// Ends `runtime` without waiting for its blocking tasks (a submission being loaded, the job
+/// runner's join) beyond a moment: the process exits next.
+fn end_runtime(runtime: tokio::runtime::Runtime) {
+    runtime.shutdown_timeout(Duration::from_millis(200));
+}
+
 pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
-    let config = args.config()?;
+    work_dir::install(OnSignal::Graceful);
+    let mut config = args.config()?;
+    // Removed when this function returns, whatever ends it.
+    let (blob_dir, _dir) = working_dir(args.blob_dir.as_deref(), Kind::JobManager)?;
+    config.blob_dir = blob_dir;
     let runtime = jobmanager_runtime()?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         let jm = JobManager::start(config).await.map_err(Failure::input)?;
         eprintln!(
             "JobManager listening on {} (blob server {}); Ctrl-C stops it",
             jm.address(),
             jm.blob_server_url()
         );
-        interrupted().await;
-        jm.shutdown().await;
+        work_dir::stop_requested().await;
+        shutdown_within_grace(jm).await;
         Ok(())
-    })
+    });
+    end_runtime(runtime);
+    result
 }
 
 pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
-    let config = args.config()?;
+    work_dir::install(OnSignal::Graceful);
+    let mut config = args.config()?;
+    // Removed when this function returns, set-up failures included.
+    let (data_dir, _dir) = working_dir(args.data_dir.as_deref(), Kind::TaskManager)?;
+    config.data_dir = data_dir;
     let exit_with_parent = args.exit_with_parent;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
@@ -101,7 +130,7 @@ pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
         }
         let shutdown = async move {
             tokio::select! {
-                () = interrupted() => {}
+                () = work_dir::stop_requested() => {}
                 Ok(()) = parent_gone, if exit_with_parent => {}
             }
         };
@@ -119,22 +148,35 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         options: args.job.options(&args.load)?,
     };
     let runtime = tokio_runtime()?;
+    let address = &args.jobmanager;
     let report = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
+        let mut client = JobManagerClient::connect(address, args.token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
-        let job = client
-            .submit(submission)
-            .await
-            .map_err(|e| Failure::input(anyhow::Error::new(e)))?;
+        let job = client.submit(submission).await.map_err(|e| match e {
+            ClientError::JobManager(_) => Failure::input(anyhow::Error::new(e)),
+            e if connection_lost(&e) => Failure::Work(anyhow::anyhow!(
+                "the JobManager at {address} closed the connection before it answered the \
+                 submission ({e}): whether the job was queued is unknown; `conflux list` on \
+                 that JobManager tells, if it still runs"
+            )),
+            e => Failure::Work(e.into()),
+        })?;
         if args.detached {
             return Ok(Err(job));
         }
-        client
-            .wait(job)
-            .await
-            .map(Ok)
-            .map_err(|e| Failure::Work(e.into()))
+        client.wait(job).await.map(Ok).map_err(|e| {
+            if connection_lost(&e) {
+                Failure::Work(anyhow::anyhow!(
+                    "the JobManager at {address} closed the connection while job {job} was \
+                     running ({e}): the job's state is unknown; without high availability a \
+                     JobManager that stopped took the job with it, and one started again does \
+                     not know it"
+                ))
+            } else {
+                Failure::Work(e.into())
+            }
+        })
     })?;
     match report {
         Err(job) => match args.format {
@@ -146,6 +188,15 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
             failed_if_failed(&report)
         }
     }
+}
+
+/// Whether a client call failed because the connection to the JobManager ended (closed, reset,
+/// cut short): the JobManager stopped or died.
+fn connection_lost(e: &ClientError) -> bool {
+    matches!(
+        e,
+        ClientError::Rpc(RpcError::Closed(_) | RpcError::Io { .. } | RpcError::BadFrame { .. })
+    )
 }
 
 /// Exit 1 (after the report) when the job ended FAILED or its output was checked and wrong.
@@ -205,10 +256,12 @@ pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {
 }
 
 pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
-    let job = args
-        .job_id
-        .parse::<conflux_blob::JobId>()
-        .map_err(|e| Failure::input(anyhow::anyhow!("job id {:?}: {e}", args.job_id)))?;
+    let job = args.job_id.parse::<conflux_blob::JobId>().map_err(|_| {
+        Failure::input(anyhow::anyhow!(
+            "{:?} is not a job id: a job id is 32 hex digits, as `submit` and `list` print it",
+            args.job_id
+        ))
+    })?;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
         let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
@@ -223,9 +276,22 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
 }
 
 pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
+    work_dir::install(OnSignal::Graceful);
     let runtime = jobmanager_runtime()?;
-    let report = runtime.block_on(local::run(args))?;
+    let report = runtime.block_on(local::run(args));
+    end_runtime(runtime);
+    let report = report?;
     render::print_report(&report, args.format)?;
+    if args.verify && report.status != "FINISHED" {
+        return Err(Failure::Reported(anyhow::anyhow!(
+            "not verified: the job {}: {}",
+            report.status,
+            report
+                .failure_reason
+                .as_deref()
+                .unwrap_or("no reason given")
+        )));
+    }
     failed_if_failed(&report)
 }
 

@@ -159,7 +159,7 @@ pub(crate) fn report(
     }
     let sum = |f: fn(&EdgeDescriptors<'_>) -> u64| edges.iter().map(f).sum::<u64>();
     let summary = json!({
-        "offload_rule": describe(rule),
+        "offload_rule": rule.to_string(),
         "assumption": "every producer deployed and finished, 10 slots per TaskManager",
         "groups": sum(|e| u64::from(e.groups)),
         "descriptors": sum(|e| e.descriptors),
@@ -175,15 +175,4 @@ pub(crate) fn report(
         edges,
         listed,
     })
-}
-
-/// `descriptors x consumers >= 4194304`, `compressed bytes >= 1048576` or `never`.
-pub(crate) fn describe(rule: OffloadRule) -> String {
-    match rule {
-        OffloadRule::DescriptorCount { threshold } => {
-            format!("descriptors x consumers >= {threshold}")
-        }
-        OffloadRule::CompressedBytes { min_size } => format!("compressed bytes >= {min_size}"),
-        OffloadRule::Never => "never".to_owned(),
-    }
 }

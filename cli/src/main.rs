@@ -20,17 +20,19 @@ mod checkpoint;
 mod cluster;
 mod descriptors;
 mod failure;
+mod headings;
 mod input;
 mod inspect;
 mod logging;
 mod output;
 mod plan;
 mod progress;
+mod restart;
 mod run;
-mod run_dir;
 mod s3;
 mod speculative;
 mod usage;
+mod work_dir;
 
 pub(crate) use failure::Failure;
 pub(crate) use input::read_input;
@@ -68,8 +70,12 @@ enum Command {
         script: PathBuf,
         #[command(flatten)]
         load: LoadArgs,
+        /// Restart strategy flags; without any, every failure restarts at once (the replay's
+        /// default: a script describes failovers).
+        #[command(flatten)]
+        restart: restart::RestartArgs,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
     /// Run a blob server until interrupted.
@@ -98,6 +104,19 @@ enum Command {
     },
     /// Run the HTTP planning service.
     Serve(plan::ServeArgs),
+    /// Print a shell completion script for conflux to standard output (e.g. `conflux
+    /// completions bash > ~/.local/share/bash-completion/completions/conflux`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print conflux's man page (roff) to standard output, or a subcommand's (`conflux man
+    /// cluster`); e.g. `conflux man | man -l -`.
+    Man {
+        /// The subcommand, e.g. `run` or `plan stats`; none: the page of conflux itself.
+        subcommand: Vec<String>,
+    },
     /// Expand a job (job graph JSON or Flink plan) and report its execution graph and regions.
     Inspect {
         /// Job graph JSON or Flink JSON plan (`-` for standard input).
@@ -107,15 +126,15 @@ enum Command {
         /// Output format: a report (`text`, `json`) or a picture of the job graph (`dot`,
         /// `mermaid`, `svg`: vertices with name and parallelism, edges with ship strategy and
         /// partition type, logical pipelined regions as colours and clusters).
-        #[arg(long, value_enum, default_value_t = InspectFormat::Text)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = InspectFormat::Text)]
         format: InspectFormat,
         /// List every execution vertex with its region and consumed partition groups (small
         /// graphs only: refused above 1,000,000 execution vertices or listed partitions).
-        #[arg(long)]
+        #[arg(help_heading = crate::headings::OUTPUT, long)]
         detail: bool,
         /// Pictures: label every edge with its channels and target network buffers (Flink
         /// 1.20's buffer model, as `plan stats`).
-        #[arg(long)]
+        #[arg(help_heading = crate::headings::OUTPUT, long)]
         edge_stats: bool,
         #[command(flatten)]
         offload: OffloadArgs,
@@ -130,83 +149,81 @@ struct RunArgs {
     load: LoadArgs,
     /// TaskManagers, 1 to 1,000,000 (default: as many as the job's slot demand needs); with
     /// --slots at most 2^26 slots in all.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=i64::from(limits::MAX_TASK_MANAGERS)))]
+    #[arg(help_heading = crate::headings::CLUSTER, long, value_parser = clap::value_parser!(u32).range(1..=i64::from(limits::MAX_TASK_MANAGERS)))]
     task_managers: Option<u32>,
     /// Slots per TaskManager, 1 to 65,536.
-    #[arg(long, default_value_t = 10,
+    #[arg(help_heading = crate::headings::CLUSTER, long, default_value_t = 10,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(limits::MAX_SLOTS_PER_TASK_MANAGER)))]
     slots: u32,
     /// Seed of task durations and faults.
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = crate::headings::CLUSTER, long, default_value_t = 0)]
     seed: u64,
+    /// Task durations, ms: `MIN..MAX` (drawn per attempt from the seed) or one value.
+    #[arg(help_heading = crate::headings::CLUSTER, long, default_value = "1000..2000", value_parser = cluster::parse_duration_range)]
+    task_duration_ms: (u64, u64),
+    #[command(flatten)]
+    restart: restart::RestartArgs,
+    /// Failover strategy.
+    #[arg(help_heading = crate::headings::SCHEDULING, long, value_enum, default_value_t = FailoverArg::Region)]
+    failover: FailoverArg,
+    #[command(flatten)]
+    offload: OffloadArgs,
     /// Chance that a deployed task fails while running (0..1).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0.0)]
     task_failure_rate: f64,
     /// Chance that a task with blocking inputs fails reading one (partition not found).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0.0)]
     partition_not_found_rate: f64,
     /// TaskManagers lost during the run (each replaced after 1 s).
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0)]
     task_manager_losses: u32,
     /// Blob server restarts during the run.
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0)]
     blob_server_restarts: u32,
-    /// Restarts allowed before the job fails (exponential delay back-off, Flink 1.20 defaults;
-    /// default Flink's, 2^31 - 1).
-    #[arg(long, default_value_t = conflux_scheduler::FLINK_MAX_ATTEMPTS)]
-    restart_attempts: u32,
-    /// Failover strategy.
-    #[arg(long, value_enum, default_value_t = FailoverArg::Region)]
-    failover: FailoverArg,
     #[command(flatten)]
     batch: batch::BatchArgs,
     #[command(flatten)]
-    offload: OffloadArgs,
+    speculative: speculative::SpeculativeArgs,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     format: Format,
     /// No progress bar.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::OUTPUT, long)]
     quiet: bool,
-    /// Task durations, ms: `MIN..MAX` (drawn per attempt from the seed) or one value.
-    #[arg(long, default_value = "1000..2000", value_parser = cluster::parse_duration_range)]
-    task_duration_ms: (u64, u64),
-    #[command(flatten)]
-    speculative: speculative::SpeculativeArgs,
 }
 
 #[derive(clap::Args)]
 struct BlobServerArgs {
     /// Storage directory (local files); created if missing.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::STORAGE, long)]
     storage_dir: PathBuf,
     /// Listen address; port 0 picks a free port.
-    #[arg(long, default_value = "127.0.0.1:6124")]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value = "127.0.0.1:6124")]
     address: std::net::SocketAddr,
     /// Durable copy in this local directory (default: `<storage-dir>/durable`).
-    #[arg(long, conflicts_with = "s3_bucket")]
+    #[arg(help_heading = crate::headings::STORAGE, long, conflicts_with = "s3_bucket")]
     durable_dir: Option<PathBuf>,
     /// Durable copy in an S3-compatible bucket instead.
     #[command(flatten)]
     s3: s3::S3Args,
     /// Require `Authorization: Bearer <token>` on blob requests.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::SERVER, long)]
     auth_token: Option<String>,
     /// Largest upload accepted, bytes.
-    #[arg(long, default_value_t = 1 << 30)]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 1 << 30)]
     max_blob_bytes: u64,
     /// Connections served at once; more wait in the listen backlog.
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 256, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     max_connections: u64,
     /// A connection must send a request head within this, ms (also bounds idle keep-alive).
-    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     header_read_timeout_ms: u64,
     /// A transfer making no progress for this long is cut (an upload gets 408), ms.
-    #[arg(long, default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 60_000, value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout_ms: u64,
     /// The jobs a starting JobManager recovers (32-hex job ids, comma-separated): the blobs of
     /// every other job are deleted at start (Flink's FLINK-25436). Default: keep all.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(help_heading = crate::headings::STORAGE, long, value_delimiter = ',')]
     recovered_jobs: Option<Vec<conflux_blob::JobId>>,
 }
 
@@ -221,23 +238,23 @@ enum GenerateJob {
     /// Vertices `source` and `count`, joined all-to-all: 2 x N tasks, N^2 connections.
     Wordcount {
         /// Parallelism N of both vertices.
-        #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(help_heading = crate::headings::JOB, long, default_value_t = 10_000, value_parser = clap::value_parser!(u32).range(1..))]
         parallelism: u32,
         /// Result partition type of the edge; pipelined types give a streaming job.
-        #[arg(long, default_value = "blocking", value_parser = parse_partition_type)]
+        #[arg(help_heading = crate::headings::JOB, long, default_value = "blocking", value_parser = parse_partition_type)]
         result_partition_type: ResultPartitionType,
         /// Words each source subtask emits: sets the vertices' `invokable` (`wordcount-source`,
         /// `wordcount-count`) and `config`, so that a cluster counts real words. Absent:
         /// synthetic tasks, as before.
-        #[arg(long)]
+        #[arg(help_heading = crate::headings::JOB, long)]
         words_per_source: Option<u64>,
         /// Words in the sources' vocabulary (with --words-per-source).
-        #[arg(long, default_value_t = conflux_operators::DEFAULT_VOCABULARY_SIZE,
+        #[arg(help_heading = crate::headings::JOB, long, default_value_t = conflux_operators::DEFAULT_VOCABULARY_SIZE,
               value_parser = clap::value_parser!(u32).range(1..=i64::from(conflux_operators::MAX_VOCABULARY_SIZE)),
               requires = "words_per_source")]
         vocabulary: u32,
         /// Write to this file instead of standard output.
-        #[arg(long, short)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, short)]
         output: Option<PathBuf>,
     },
     /// Many small components of parallelism-1 vertices chained by pointwise edges, written
@@ -245,13 +262,13 @@ enum GenerateJob {
     /// components of 1 make 216 MB).
     Components {
         /// Number of vertices.
-        #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(help_heading = crate::headings::JOB, long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u32).range(1..))]
         vertices: u32,
         /// Vertices per component (1: no edges).
-        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(help_heading = crate::headings::JOB, long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         component_size: u32,
         /// Write to this file instead of standard output.
-        #[arg(long, short)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, short)]
         output: Option<PathBuf>,
     },
     /// A layered batch job with fan-in and fan-out (three inputs and three consumers per
@@ -259,22 +276,23 @@ enum GenerateJob {
     /// names operators: the shape of a large SQL plan, for pictures.
     Layered {
         /// Layers of vertices, 1 to 1,000.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+        #[arg(help_heading = crate::headings::JOB, long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=1_000))]
         layers: u32,
         /// Vertices per layer, 1 to 1,000.
-        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000))]
+        #[arg(help_heading = crate::headings::JOB, long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=1_000))]
         width: u32,
         /// Parallelism of every vertex.
-        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=32_768))]
+        #[arg(help_heading = crate::headings::JOB, long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=32_768))]
         parallelism: u32,
         /// Write to this file instead of standard output.
-        #[arg(long, short)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, short)]
         output: Option<PathBuf>,
     },
 }
 
 /// Options for reading a job, shared by the commands that take one.
 #[derive(clap::Args)]
+#[command(next_help_heading = crate::headings::JOB)]
 struct LoadArgs {
     /// Set every vertex whose parallelism is above 1 (or undecided) to N (parallelism-1
     /// vertices stay); `auto`: make every vertex above 1 undecided (-1, batch jobs only).
@@ -331,6 +349,7 @@ impl LoadArgs {
 
 /// Which shuffle descriptor groups go to the blob server.
 #[derive(clap::Args)]
+#[command(next_help_heading = crate::headings::DESCRIPTORS)]
 struct OffloadArgs {
     /// `count`: descriptors x consumers >= threshold (Flink 1.18+, default 2048 x 2048);
     /// `bytes`: compressed bytes >= threshold (Flink 1.14-1.17, default 1 MiB); `never`.
@@ -439,7 +458,9 @@ fn main() -> ExitCode {
         Command::CheckpointSim(args) => args.format,
         Command::LocalDirs(args) => args.format,
         Command::Plan { command } => command.format(),
-        Command::Generate { .. } => Format::Text,
+        Command::Generate { .. } | Command::Completions { .. } | Command::Man { .. } => {
+            Format::Text
+        }
         Command::Submit(args) => args.format,
         Command::List(args) => args.format,
         Command::Cluster(args) => args.format,
@@ -478,8 +499,9 @@ fn dispatch(command: Command) -> Result<(), Failure> {
             file,
             script,
             load,
+            restart,
             format,
-        } => simulate(&file, &script, &load.options(), format),
+        } => simulate(&file, &script, &load.options(), &restart, format),
         Command::BlobServer(args) => blob_server(&args),
         Command::CheckpointSim(args) => checkpoint::run_sim(&args),
         Command::LocalDirs(args) => checkpoint::run_local_dirs(&args),
@@ -491,6 +513,8 @@ fn dispatch(command: Command) -> Result<(), Failure> {
         Command::List(args) => cluster::list(&args),
         Command::Cancel(args) => cluster::cancel(&args),
         Command::Cluster(args) => cluster::cluster(&args),
+        Command::Completions { shell } => completions(shell),
+        Command::Man { subcommand } => man(&subcommand),
         Command::Inspect {
             file,
             load,
@@ -517,6 +541,34 @@ fn dispatch(command: Command) -> Result<(), Failure> {
     }
 }
 
+/// `conflux completions SHELL`: the completion script, generated from the parser itself.
+fn completions(shell: clap_complete::Shell) -> Result<(), Failure> {
+    use clap::CommandFactory;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "conflux", &mut script);
+    output::print(&String::from_utf8_lossy(&script))
+}
+
+/// `conflux man [SUBCOMMAND...]`: the man page of conflux or of one of its subcommands.
+fn man(path: &[String]) -> Result<(), Failure> {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    command.build();
+    let mut name = "conflux".to_owned();
+    for part in path {
+        command = command
+            .find_subcommand(part)
+            .cloned()
+            .ok_or_else(|| Failure::Input(anyhow::anyhow!("{name} has no subcommand {part:?}")))?;
+        name = format!("{name}-{part}");
+    }
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command)
+        .render(&mut page)
+        .map_err(|e| Failure::Work(anyhow::anyhow!("rendering the man page: {e}")))?;
+    output::print(&String::from_utf8_lossy(&page))
+}
+
 fn run_job(args: &RunArgs) -> Result<(), Failure> {
     // Clap bounds each flag; the product is checked here, before anything is allocated.
     limits::check_cluster(args.task_managers, args.slots).map_err(Failure::input)?;
@@ -541,7 +593,7 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
             blob_server_restarts: args.blob_server_restarts,
         },
         offload_rule: args.offload.rule()?,
-        restart_attempts: args.restart_attempts,
+        restart: args.restart.strategy()?,
         failover: match args.failover {
             FailoverArg::Region => conflux_scheduler::FailoverStrategy::Region,
             FailoverArg::Full => conflux_scheduler::FailoverStrategy::Full,
@@ -567,12 +619,12 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
     tracing::debug!(url = %blobs.url(), "started the embedded blob server");
     let blob_report = || {
         let (server, durable, hits) = blobs.cache_totals();
-        serde_json::json!({
-            "url": blobs.url(),
-            "server_fetches": server,
-            "durable_fetches": durable,
-            "local_hits": hits,
-        })
+        conflux_report::BlobServerReport {
+            url: blobs.url(),
+            server_fetches: server,
+            durable_fetches: durable,
+            local_hits: hits,
+        }
     };
     let result = run::run(
         &args.file,
@@ -591,9 +643,15 @@ fn simulate(
     file: &std::path::Path,
     script: &std::path::Path,
     options: &LoadOptions,
+    restart: &restart::RestartArgs,
     format: Format,
 ) -> Result<(), Failure> {
     use std::sync::Arc;
+    let strategy = if restart.given() {
+        restart.strategy()?
+    } else {
+        conflux_sim::script::RESTART_AT_ONCE
+    };
     let bytes = read_input(file)?;
     let (job, _) = conflux_graph::load::load_owned(bytes, options).map_err(Failure::input)?;
     tracing::debug!(
@@ -618,7 +676,8 @@ fn simulate(
     let script = conflux_sim::script::Script::parse(&script_bytes).map_err(Failure::input)?;
     tracing::debug!(phase = "script", "parsed the script");
     let spinner = progress::spinner(format!("replaying {} events", script.events.len()));
-    let out = conflux_sim::script::replay(graph, regions, &script).map_err(Failure::input)?;
+    let out = conflux_sim::script::replay_with(graph, regions, &script, strategy)
+        .map_err(Failure::input)?;
     drop(spinner);
     tracing::debug!(entries = out.timeline.len(), status = %out.status, "replayed the script");
     match format {

@@ -32,7 +32,7 @@ pub(crate) enum PlanCommand {
         #[command(flatten)]
         offload: OffloadArgs,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
     /// Apply edits to a plan and write the edited plan (job graph JSON) to a new file. Edits
@@ -44,40 +44,40 @@ pub(crate) enum PlanCommand {
         #[command(flatten)]
         load: LoadArgs,
         /// Where to write the edited plan (must differ from FILE); optional with --emit.
-        #[arg(long, short, required_unless_present = "emit")]
+        #[arg(help_heading = crate::headings::OUTPUT, long, short, required_unless_present = "emit")]
         output: Option<PathBuf>,
         /// Print the edits in a form Flink applies instead of the report: `flink-overrides`,
         /// the value of Flink's `pipeline.jobvertex-parallelism-overrides`
         /// (`<JobVertexID>:<parallelism>,...`). Parallelism edits of a Flink plan only.
-        #[arg(long, value_enum, value_name = "FORM")]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, value_name = "FORM")]
         emit: Option<Emit>,
         /// An edit as JSON, as the service takes it, e.g.
         /// '{"kind": "set_parallelism", "vertex": "map", "parallelism": 8}'.
-        #[arg(long = "edit", value_name = "JSON")]
+        #[arg(help_heading = crate::headings::EDITS, long = "edit", value_name = "JSON")]
         edits: Vec<String>,
         /// VERTEX=N.
-        #[arg(long, value_name = "VERTEX=N")]
+        #[arg(help_heading = crate::headings::EDITS, long, value_name = "VERTEX=N")]
         set_parallelism: Vec<String>,
         /// EDGE=REBALANCE|RESCALE, EDGE an index or SOURCE->TARGET.
-        #[arg(long, value_name = "EDGE=PARTITIONER")]
+        #[arg(help_heading = crate::headings::EDITS, long, value_name = "EDGE=PARTITIONER")]
         set_partitioner: Vec<String>,
         /// VERTEX=GROUP.
-        #[arg(long, value_name = "VERTEX=GROUP")]
+        #[arg(help_heading = crate::headings::EDITS, long, value_name = "VERTEX=GROUP")]
         set_slot_sharing_group: Vec<String>,
         /// EDGE (an index or SOURCE->TARGET): chain a forward edge.
-        #[arg(long, value_name = "EDGE")]
+        #[arg(help_heading = crate::headings::EDITS, long, value_name = "EDGE")]
         chain: Vec<String>,
         /// VERTEX:K: split a chain before its operator K.
-        #[arg(long, value_name = "VERTEX:K")]
+        #[arg(help_heading = crate::headings::EDITS, long, value_name = "VERTEX:K")]
         unchain: Vec<String>,
         /// VERTEX/OPERATOR/STATE=DURATION (Flink notation, e.g. `1 h`, `3600000 ms`) or `none`.
-        #[arg(long, value_name = "VERTEX/OPERATOR/STATE=TTL")]
+        #[arg(help_heading = crate::headings::EDITS, long, value_name = "VERTEX/OPERATOR/STATE=TTL")]
         set_ttl: Vec<String>,
         /// VERTEX:input|output: attach a debug tap sink.
-        #[arg(long, value_name = "VERTEX:SIDE")]
+        #[arg(help_heading = crate::headings::EDITS, long, value_name = "VERTEX:SIDE")]
         tap: Vec<String>,
         /// Output format of the report.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
     /// What changed between two plans.
@@ -89,7 +89,7 @@ pub(crate) enum PlanCommand {
         #[command(flatten)]
         load: LoadArgs,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
     /// Whether the new plan can restore the old plan's state (job graphs, Flink plans, or two
@@ -102,18 +102,18 @@ pub(crate) enum PlanCommand {
         #[command(flatten)]
         load: LoadArgs,
         /// OLD_UID=NEW_UID: an operator whose uid changed on purpose.
-        #[arg(long, value_name = "OLD=NEW")]
+        #[arg(help_heading = crate::headings::ANALYSIS, long, value_name = "OLD=NEW")]
         rename: Vec<String>,
         /// Drop the state of removed operators instead of failing (Flink's `-n`).
-        #[arg(long)]
+        #[arg(help_heading = crate::headings::ANALYSIS, long)]
         allow_non_restored_state: bool,
         /// Exit 3 (after printing the report) when the verdict is at least this bad:
         /// `incompatible`, or `unknown` (UNKNOWN or INCOMPATIBLE). Without it the exit code is 0
         /// whatever the verdict.
-        #[arg(long, value_enum, value_name = "VERDICT")]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, value_name = "VERDICT")]
         fail_on: Option<FailOn>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
     /// Key groups per old and new subtask when a vertex's parallelism changes (as Flink's
@@ -123,21 +123,21 @@ pub(crate) enum PlanCommand {
         /// Job graph JSON or Flink JSON plan (`-` for standard input).
         file: PathBuf,
         /// The vertex: its id or a name no other vertex has.
-        #[arg(long)]
+        #[arg(help_heading = crate::headings::ANALYSIS, long)]
         vertex: String,
         /// The new parallelism (at least 1, at most the max parallelism).
-        #[arg(long)]
+        #[arg(help_heading = crate::headings::ANALYSIS, long)]
         parallelism: u32,
         /// The max parallelism the rescaled job runs with; refused unless it is the one the
         /// state was written with.
-        #[arg(long)]
+        #[arg(help_heading = crate::headings::ANALYSIS, long)]
         max_parallelism: Option<u64>,
         /// Parallelism for Flink plan vertices written as -1.
-        #[arg(long, default_value_t = conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,
+        #[arg(help_heading = crate::headings::JOB, long, default_value_t = conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,
               value_parser = clap::value_parser!(u32).range(1..))]
         default_parallelism: u32,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
     /// List the stateful operators of a Flink compiled plan with their state TTL, or set one.
@@ -146,13 +146,13 @@ pub(crate) enum PlanCommand {
         file: PathBuf,
         /// NODE:STATE=DURATION: set a state's TTL (Flink notation, `0 ms` for none); needs
         /// --output.
-        #[arg(long, value_name = "NODE:STATE=TTL", requires = "output")]
+        #[arg(help_heading = crate::headings::EDITS, long, value_name = "NODE:STATE=TTL", requires = "output")]
         set: Option<String>,
         /// Where to write the edited compiled plan.
-        #[arg(long, short)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, short)]
         output: Option<PathBuf>,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
+        #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
 }
@@ -199,29 +199,29 @@ impl PlanCommand {
 #[derive(clap::Args)]
 pub(crate) struct ServeArgs {
     /// Listen address; port 0 picks a free port. Loopback by default.
-    #[arg(long, default_value = "127.0.0.1:8088")]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value = "127.0.0.1:8088")]
     address: std::net::SocketAddr,
     /// Largest request body, bytes.
-    #[arg(long, default_value_t = 16 << 20)]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 16 << 20)]
     max_body_bytes: usize,
     /// Most plans kept in memory.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 1000)]
     max_plans: usize,
     /// Memory budget of stored plans, versions and cached statistics, bytes; the least recently
     /// used plans are evicted, a plan that cannot fit alone gets 507.
-    #[arg(long, default_value_t = 1 << 30, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 1 << 30, value_parser = clap::value_parser!(u64).range(1..))]
     max_store_bytes: u64,
     /// Expensive computations (statistics, edits, analyses) running at once; default: the CPUs.
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    #[arg(help_heading = crate::headings::SERVER, long, value_parser = clap::value_parser!(u64).range(1..=1024))]
     max_computations: Option<u64>,
     /// Connections open at once; a new one closes the longest idle one.
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     max_connections: u64,
     /// A connection must send a complete request head within this, ms.
-    #[arg(long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 10_000, value_parser = clap::value_parser!(u64).range(1..))]
     header_read_timeout_ms: u64,
     /// A connection without traffic for this long is closed, ms.
-    #[arg(long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(1..))]
     idle_timeout_ms: u64,
 }
 

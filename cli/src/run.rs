@@ -11,11 +11,14 @@ use anyhow::anyhow;
 use conflux_deploy::OffloadRule;
 use conflux_graph::load::{self, LoadOptions};
 use conflux_graph::{ExecutionGraph, PipelinedRegions};
+use conflux_report::{
+    BlobServerReport, DescriptorsReport, FaultsInjected, JobReport, SpeculativeAttemptsReport,
+    TaskManagerReport, WallMs,
+};
 use conflux_scheduler::{
     FailoverStrategy, JobStatus, RestartStrategy, SpeculativeExecutionOptions,
 };
 use conflux_sim::{self as sim, BlobEnvironment, Faults, SimulationConfig, SlowTaskManagers};
-use serde_json::{json, Value};
 
 use crate::{read_input, Failure, Format};
 
@@ -26,7 +29,8 @@ pub(crate) struct RunOptions {
     pub(crate) seed: u64,
     pub(crate) faults: Faults,
     pub(crate) offload_rule: OffloadRule,
-    pub(crate) restart_attempts: u32,
+    /// The restart strategy (`--restart-strategy` and its options).
+    pub(crate) restart: RestartStrategy,
     pub(crate) failover: FailoverStrategy,
     pub(crate) progress: bool,
     /// Decide undecided vertices (`-1`) from produced bytes; `false` (`--default-parallelism`
@@ -49,7 +53,7 @@ pub(crate) fn run(
     load_options: &LoadOptions,
     options: &RunOptions,
     blobs: &dyn BlobEnvironment,
-    blob_report: &dyn Fn() -> Value,
+    blob_report: &dyn Fn() -> BlobServerReport,
     format: Format,
 ) -> Result<(), Failure> {
     let start = Instant::now();
@@ -132,11 +136,11 @@ pub(crate) fn run(
         regions_done,
         done,
     };
-    let mut out = report_json(graph.job_graph().name(), total, &report, options, &phases);
+    let mut out = job_report(graph.job_graph().name(), total, &report, options, &phases);
     if let Some(reason) = estimate_reason {
-        out["undecided_at_estimate"] = Value::from(reason);
+        out.adaptive = conflux_report::AdaptiveReport::at_estimate(reason);
     }
-    finish(out, report, blob_report, format)
+    finish(out, &report, blob_report, format)
 }
 
 /// The settings of the simulated cluster from the command line.
@@ -148,7 +152,8 @@ fn simulation_config(job_type: conflux_graph::JobType, options: &RunOptions) -> 
     config.faults = options.faults;
     config.deployment.offload_rule = options.offload_rule;
     config.scheduler.failover = options.failover;
-    config.scheduler.restart = RestartStrategy::exponential_default(options.restart_attempts);
+    config.scheduler.restart = options.restart;
+    config.scheduler.seed = options.seed;
     config.task_duration_ms = options.task_duration_ms;
     config.scheduler.speculative = options.speculative;
     config.slow_task_managers = options.slow_task_managers;
@@ -220,7 +225,7 @@ fn run_adaptive(
     job: conflux_graph::JobGraph,
     options: &RunOptions,
     blobs: &dyn BlobEnvironment,
-    blob_report: &dyn Fn() -> Value,
+    blob_report: &dyn Fn() -> BlobServerReport,
     format: Format,
     start: Instant,
     parsed: Instant,
@@ -254,72 +259,22 @@ fn run_adaptive(
         regions_done: parsed,
         done,
     };
-    let mut out = report_json(&name, total, &report, options, &phases);
+    let mut out = job_report(&name, total, &report, options, &phases);
     if let Some(adaptive) = &report.adaptive {
-        add_adaptive(&mut out, adaptive);
+        out.adaptive = adaptive.keys.clone();
     }
-    finish(out, report, blob_report, format)
+    finish(out, &report, blob_report, format)
 }
-
-/// The run's report keys of an adaptive run: `decided_parallelism` (vertex id -> parallelism),
-/// `bytes_per_task` (vertex id -> {min, median, max} bytes read per subtask) and
-/// `skewed_subpartitions` (`count` and the `largest` few, each with its bytes against the
-/// average per subtask).
-fn add_adaptive(out: &mut Value, adaptive: &sim::AdaptiveReport) {
-    let mut decided = serde_json::Map::new();
-    for (id, p) in &adaptive.decided_parallelism {
-        decided.insert(id.clone(), Value::from(*p));
-    }
-    let mut per_task = serde_json::Map::new();
-    for (id, b) in &adaptive.bytes_per_task {
-        // max / median: how far the busiest subtask is above the typical one.
-        per_task.insert(
-            id.clone(),
-            json!({"min": b.min, "median": b.median, "max": b.max,
-                   "max_over_median": b.max as f64 / b.median.max(1) as f64}),
-        );
-    }
-    let largest: Vec<Value> = adaptive
-        .skewed_subpartitions
-        .iter()
-        .take(SKEWED_LISTED)
-        .map(|s| {
-            json!({
-                "vertex": s.vertex,
-                "producer": s.producer,
-                "subpartition": s.subpartition,
-                "bytes": s.bytes,
-                "average_bytes_per_task": s.average_bytes_per_task,
-            })
-        })
-        .collect();
-    out["decided_parallelism"] = Value::Object(decided);
-    out["bytes_per_task"] = Value::Object(per_task);
-    out["skewed_subpartitions"] = json!({
-        "count": adaptive.skewed_subpartitions.len(),
-        "largest": largest,
-    });
-    out["skew_splits"] = adaptive
-        .skew_splits
-        .iter()
-        .map(|s| {
-            json!({"vertex": s.vertex, "subpartition": s.subpartition, "bytes": s.bytes,
-                   "pieces": s.pieces})
-        })
-        .collect();
-}
-
-/// Skewed subpartitions listed in the report (the largest); all are counted.
-const SKEWED_LISTED: usize = 5;
 
 /// The report of a run, everything but the blob server's figures.
-fn report_json(
+fn job_report(
     name: &str,
     total: u64,
     report: &sim::SimulationReport,
     options: &RunOptions,
     phases: &Phases,
-) -> Value {
+) -> JobReport {
+    use conflux_report::round::ms;
     let Phases {
         start,
         parsed,
@@ -327,82 +282,103 @@ fn report_json(
         regions_done,
         done,
     } = *phases;
-    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-
-    let fetches: u64 = report
+    let d = &report.deployment;
+    let task_managers: Vec<TaskManagerReport> = report
         .task_managers
         .iter()
-        .map(|(_, s)| s.blob_fetches)
-        .sum();
-    let hits: u64 = report.task_managers.iter().map(|(_, s)| s.cache_hits).sum();
-    let simulation_ms = ms(report.run_wall);
-    json!({
-        "job": name,
-        "status": report.status.as_str(),
-        "failure_reason": report.failure_reason,
-        "wall_ms": {
-            "parse": ms(parsed - start),
-            "graph": ms(built - parsed),
-            "regions": ms(regions_done - built),
-            "descriptors": ms(report.descriptor_wall),
-            "deployment": ms(report.task_manager_load_wall),
-            "run": (simulation_ms - ms(report.descriptor_wall) - ms(report.task_manager_load_wall)).max(0.0),
-            "total": ms(done - start),
+        .map(|(tm, s)| TaskManagerReport {
+            id: tm.to_string(),
+            slots: options.slots,
+            tasks: s.tasks,
+            // Simulated TaskManagers share this process: no RSS of their own.
+            peak_rss_bytes: None,
+            tdd_bytes_received: None,
+            blob_fetches: s.blob_fetches,
+            cache_hits: Some(s.cache_hits),
+            lost: s.lost,
+        })
+        .collect();
+    let run = report
+        .run_wall
+        .saturating_sub(report.descriptor_wall + report.task_manager_load_wall);
+    JobReport {
+        job_id: sim::job_id_of(options.seed).to_string(),
+        job: name.to_owned(),
+        status: report.status.as_str().to_owned(),
+        failure_reason: report.failure_reason.clone(),
+        wall_ms: WallMs {
+            parse: Some(ms(parsed - start)),
+            graph: Some(ms(built - parsed)),
+            regions: Some(ms(regions_done - built)),
+            descriptors: Some(ms(report.descriptor_wall)),
+            deployment: Some(ms(report.task_manager_load_wall)),
+            deploy: None,
+            run: Some(ms(run)),
+            total: ms(done - start),
         },
-        "tasks": total,
-        "tasks_deployed": report.tasks_deployed,
-        "restarts": report.restarts,
-        "scheduler_events": report.events,
-        "virtual_ms": report.virtual_ms,
-        "max_handler_stall_ms": ms(report.max_handler_stall),
-        "peak_rss_bytes": peak_rss_bytes(),
-        "trace_digest": format!("{:016x}", report.trace_digest),
-        "seed": options.seed,
-        "task_managers": report.task_managers.len(),
-        "descriptors": {
-            "offload_rule": crate::descriptors::describe(options.offload_rule),
-            "groups_serialized": report.deployment.groups_serialized,
-            "cache_hits": report.deployment.cache_hits,
-            "cache_misses": report.deployment.cache_misses,
-            "raw_bytes": report.deployment.raw_bytes,
-            "inline_bytes": report.deployment.inline_bytes,
-            "offloaded_bytes": report.deployment.offloaded_bytes,
-            "blobs_uploaded": report.deployment.blobs_uploaded,
-            "upload_failures": report.deployment.upload_failures,
-            "blobs_deleted": report.deployment.blobs_deleted,
+        tasks: total,
+        tasks_deployed: report.tasks_deployed,
+        restarts: report.restarts,
+        scheduler_events: Some(report.events),
+        virtual_ms: Some(report.virtual_ms),
+        max_handler_stall_ms: ms(report.max_handler_stall),
+        max_handler_cpu_ms: None,
+        peak_rss_bytes: conflux_runtime::peak_rss_bytes(),
+        jobmanager_peak_rss_bytes: None,
+        trace_digest: format!("{:016x}", report.trace_digest),
+        seed: options.seed,
+        task_manager_count: u64::from(report.task_managers_registered),
+        task_managers_lost: report.faults_injected.2,
+        heartbeat_timeouts: None,
+        rpc_timeouts: None,
+        max_heartbeat_rtt_ms: None,
+        descriptors: DescriptorsReport {
+            offload_rule: options.offload_rule.to_string(),
+            groups_serialized: d.groups_serialized,
+            cache_hits: d.cache_hits,
+            cache_misses: d.cache_misses,
+            raw_bytes: d.raw_bytes,
+            inline_bytes: d.inline_bytes,
+            offloaded_bytes: d.offloaded_bytes,
+            blobs_uploaded: d.blobs_uploaded,
+            upload_failures: d.upload_failures,
+            blobs_deleted: d.blobs_deleted,
         },
-        "blob_fetches": fetches,
-        "blob_cache_hits": hits,
-        "per_task_manager": report.task_managers.iter().map(|(tm, s)| json!({
-            "id": tm.to_string(), "tasks": s.tasks, "blob_fetches": s.blob_fetches, "cache_hits": s.cache_hits,
-        })).collect::<Vec<_>>(),
-        "faults_injected": {
-            "task_failures": report.faults_injected.0,
-            "partition_not_found": report.faults_injected.1,
-            "task_manager_losses": report.faults_injected.2,
-            "blob_server_restarts": report.faults_injected.3,
+        blob_fetches: task_managers.iter().map(|t| t.blob_fetches).sum(),
+        blob_cache_hits: Some(report.task_managers.iter().map(|(_, s)| s.cache_hits).sum()),
+        task_managers,
+        blob_server: None,
+        faults_injected: Some(FaultsInjected {
+            task_failures: report.faults_injected.0,
+            partition_not_found: report.faults_injected.1,
+            task_manager_losses: report.faults_injected.2,
+            blob_server_restarts: report.faults_injected.3,
+        }),
+        killed_task_manager: None,
+        kill_skipped: None,
+        speculative_attempts: SpeculativeAttemptsReport {
+            enabled: options.speculative.enabled,
+            started: report.speculative.started,
+            won: report.speculative.won,
+            cancelled: report.speculative.cancelled,
+            failed: report.speculative.failed,
         },
-        "speculative_attempts": {
-            "enabled": options.speculative.enabled,
-            "started": report.speculative.started,
-            "won": report.speculative.won,
-            "cancelled": report.speculative.cancelled,
-            "failed": report.speculative.failed,
-        },
-    })
+        adaptive: conflux_report::AdaptiveReport::default(),
+        data: None,
+    }
 }
 
 /// Adds the blob server's figures, writes the report, and maps the job's end to the exit code.
 fn finish(
-    mut out: Value,
-    report: sim::SimulationReport,
-    blob_report: &dyn Fn() -> Value,
+    mut out: JobReport,
+    report: &sim::SimulationReport,
+    blob_report: &dyn Fn() -> BlobServerReport,
     format: Format,
 ) -> Result<(), Failure> {
-    out["blob_server"] = blob_report();
+    out.blob_server = Some(blob_report());
     let text = match format {
         Format::Json => {
-            serde_json::to_string_pretty(&out).map_err(|e| Failure::Work(e.into()))? + "\n"
+            conflux_report::to_json_pretty(&out).map_err(|e| Failure::Work(anyhow!(e)))? + "\n"
         }
         Format::Text => render(&out),
     };
@@ -413,7 +389,7 @@ fn finish(
         status => Err(Failure::Reported(anyhow!(
             "the job ended {}{}",
             status.as_str(),
-            report.failure_reason.map_or_else(
+            report.failure_reason.as_ref().map_or_else(
                 || {
                     if status.is_terminal() {
                         String::new()
@@ -429,120 +405,107 @@ fn finish(
     }
 }
 
-/// Peak resident set size of this process (Linux `VmHWM`), bytes; 0 where unknown.
-fn peak_rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
-                l.split_whitespace()
-                    .nth(1)
-                    .and_then(|kb| kb.parse::<u64>().ok())
-            })
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
-fn render(r: &Value) -> String {
-    let f = |v: &Value| v.as_f64().unwrap_or(0.0);
-    let n = |v: &Value| crate::inspect::group_digits(v.as_u64().unwrap_or(0));
-    let w = &r["wall_ms"];
-    let d = &r["descriptors"];
+/// The report for people: one line per aspect.
+fn render(r: &JobReport) -> String {
+    let n = crate::inspect::group_digits;
+    let opt = |v: Option<f64>| v.unwrap_or(0.0);
+    let w = &r.wall_ms;
+    let d = &r.descriptors;
     let mut s = String::new();
-    let _ = writeln!(s, "job {} {}", r["job"], r["status"].as_str().unwrap_or(""));
-    if let Some(reason) = r["failure_reason"].as_str() {
+    // The name as JSON writes it (quoted, escaped), so that control characters cannot reach
+    // the terminal.
+    let name = serde_json::to_string(&r.job).unwrap_or_default();
+    let _ = writeln!(s, "job {name} {}", r.status);
+    if let Some(reason) = &r.failure_reason {
         let _ = writeln!(s, "  reason: {reason}");
     }
     let _ = writeln!(
         s,
         "  wall time            parse {:.1} ms, graph {:.1} ms, regions {:.1} ms, descriptors {:.1} ms, deployment {:.1} ms, run {:.1} ms, total {:.1} ms",
-        f(&w["parse"]), f(&w["graph"]), f(&w["regions"]), f(&w["descriptors"]), f(&w["deployment"]), f(&w["run"]), f(&w["total"])
+        opt(w.parse), opt(w.graph), opt(w.regions), opt(w.descriptors), opt(w.deployment), opt(w.run), w.total
     );
-    let _ = writeln!(s, "  tasks                {} deployed for {} tasks, {} restart(s), {} scheduler events, {} virtual ms", n(&r["tasks_deployed"]), n(&r["tasks"]), n(&r["restarts"]), n(&r["scheduler_events"]), n(&r["virtual_ms"]));
-    let _ = writeln!(s, "  descriptors          {} group(s) serialised, {} bytes raw, {} inline, {} offloaded in {} blob(s) [offload when {}]", n(&d["groups_serialized"]), n(&d["raw_bytes"]), n(&d["inline_bytes"]), n(&d["offloaded_bytes"]), n(&d["blobs_uploaded"]), d["offload_rule"].as_str().unwrap_or(""));
-    let per_tm = r["per_task_manager"].as_array().map_or(0, Vec::len);
+    let _ = writeln!(s, "  tasks                {} deployed for {} tasks, {} restart(s), {} scheduler events, {} virtual ms", n(r.tasks_deployed), n(r.tasks), n(u64::from(r.restarts)), n(r.scheduler_events.unwrap_or(0)), n(r.virtual_ms.unwrap_or(0)));
+    let _ = writeln!(s, "  descriptors          {} group(s) serialised, {} bytes raw, {} inline, {} offloaded in {} blob(s) [offload when {}]", n(d.groups_serialized), n(d.raw_bytes), n(d.inline_bytes), n(d.offloaded_bytes), n(d.blobs_uploaded), d.offload_rule);
     let _ = writeln!(
         s,
         "  blobs                {} fetch(es) and {} cache hit(s) over {} TaskManager(s)",
-        n(&r["blob_fetches"]),
-        n(&r["blob_cache_hits"]),
-        per_tm
+        n(r.blob_fetches),
+        n(r.blob_cache_hits.unwrap_or(0)),
+        n(r.task_managers.len() as u64)
     );
-    let b = &r["blob_server"];
-    if let Some(url) = b["url"].as_str() {
-        let _ = writeln!(s, "  blob server          {url}: caches fetched {} blob(s) from the durable store, {} from the server, {} local hit(s)", n(&b["durable_fetches"]), n(&b["server_fetches"]), n(&b["local_hits"]));
+    if let Some(b) = &r.blob_server {
+        let _ = writeln!(s, "  blob server          {}: caches fetched {} blob(s) from the durable store, {} from the server, {} local hit(s)", b.url, n(b.durable_fetches), n(b.server_fetches), n(b.local_hits));
     }
+    let _ = writeln!(s, "  longest handler call {:.3} ms", r.max_handler_stall_ms);
     let _ = writeln!(
         s,
-        "  longest handler call {:.3} ms",
-        f(&r["max_handler_stall_ms"])
-    );
-    let _ = writeln!(
-        s,
-        "  peak RSS             {:.1} MiB",
-        f(&r["peak_rss_bytes"]) / (1024.0 * 1024.0)
+        "  peak RSS             {}",
+        r.peak_rss_bytes.map_or_else(
+            || "n/a".to_owned(),
+            |b| format!("{:.1} MiB", b as f64 / (1024.0 * 1024.0))
+        )
     );
     let _ = writeln!(
         s,
         "  trace digest         {} (seed {})",
-        r["trace_digest"].as_str().unwrap_or(""),
-        r["seed"]
+        r.trace_digest, r.seed
     );
-    if let Some(reason) = r["undecided_at_estimate"].as_str() {
+    let a = &r.adaptive;
+    if let Some(reason) = &a.undecided_at_estimate {
         let _ = writeln!(s, "  undecided vertices   run at the estimate: {reason}");
     }
-    if let Some(decided) = r["decided_parallelism"].as_object() {
+    if let Some(decided) = &a.decided_parallelism {
         let list: Vec<String> = decided.iter().map(|(id, p)| format!("{id} {p}")).collect();
         let _ = writeln!(s, "  decided parallelism  {}", list.join(", "));
-        if let Some(per_task) = r["bytes_per_task"].as_object() {
-            for (id, b) in per_task {
-                let _ = writeln!(
-                    s,
-                    "  bytes per task       {id}: min {}, median {}, max {} (max / median {:.2})",
-                    n(&b["min"]),
-                    n(&b["median"]),
-                    n(&b["max"]),
-                    f(&b["max_over_median"])
-                );
-            }
+        for (id, b) in a.bytes_per_task.iter().flatten() {
+            let _ = writeln!(
+                s,
+                "  bytes per task       {id}: min {}, median {}, max {} (max / median {:.2})",
+                n(b.min),
+                n(b.median),
+                n(b.max),
+                b.max_over_median
+            );
         }
-        for k in r["skew_splits"].as_array().into_iter().flatten() {
+        for k in a.skew_splits.iter().flatten() {
             let _ = writeln!(
                 s,
                 "  skew split           {} #{}: {} bytes read by {} subtasks",
-                k["vertex"].as_str().unwrap_or(""),
-                k["subpartition"],
-                n(&k["bytes"]),
-                k["pieces"]
+                k.vertex,
+                k.subpartition,
+                n(k.bytes),
+                k.pieces
             );
         }
-        let skewed = &r["skewed_subpartitions"];
-        let _ = writeln!(s, "  skewed subpartitions {}", n(&skewed["count"]));
-        for k in skewed["largest"].as_array().into_iter().flatten() {
-            let _ = writeln!(
-                s,
-                "                       {} <- {} #{}: {} bytes, {:.1} x the average per task",
-                k["vertex"].as_str().unwrap_or(""),
-                k["producer"].as_str().unwrap_or(""),
-                k["subpartition"],
-                n(&k["bytes"]),
-                f(&k["bytes"]) / f(&k["average_bytes_per_task"]).max(1.0)
-            );
+        if let Some(skewed) = &a.skewed_subpartitions {
+            let _ = writeln!(s, "  skewed subpartitions {}", n(skewed.count));
+            for k in &skewed.largest {
+                let _ = writeln!(
+                    s,
+                    "                       {} <- {} #{}: {} bytes, {:.1} x the average per task",
+                    k.vertex,
+                    k.producer,
+                    k.subpartition,
+                    n(k.bytes),
+                    k.bytes as f64 / (k.average_bytes_per_task.max(1)) as f64
+                );
+            }
         }
     }
     // Shown only when speculation is on, so that runs without it print as before.
-    let sa = &r["speculative_attempts"];
-    if sa["enabled"].as_bool() == Some(true) {
+    let sa = &r.speculative_attempts;
+    if sa.enabled {
         let _ = writeln!(
             s,
             "  speculative attempts {} started, {} won, {} cancelled, {} failed",
-            n(&sa["started"]),
-            n(&sa["won"]),
-            n(&sa["cancelled"]),
-            n(&sa["failed"])
+            n(sa.started),
+            n(sa.won),
+            n(sa.cancelled),
+            n(sa.failed)
         );
     }
-    let fi = &r["faults_injected"];
-    let _ = writeln!(s, "  faults injected      {} task failure(s), {} partition-not-found, {} TaskManager loss(es), {} blob server restart(s)", n(&fi["task_failures"]), n(&fi["partition_not_found"]), n(&fi["task_manager_losses"]), n(&fi["blob_server_restarts"]));
+    if let Some(fi) = &r.faults_injected {
+        let _ = writeln!(s, "  faults injected      {} task failure(s), {} partition-not-found, {} TaskManager loss(es), {} blob server restart(s)", n(fi.task_failures), n(fi.partition_not_found), n(fi.task_manager_losses), n(fi.blob_server_restarts));
+    }
     s
 }

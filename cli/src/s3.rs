@@ -2,6 +2,7 @@
 
 /// An S3-compatible bucket to use instead of local files.
 #[derive(clap::Args, Debug, Clone)]
+#[command(next_help_heading = crate::headings::STORAGE)]
 pub(crate) struct S3Args {
     /// Use this S3-compatible bucket (with the other --s3-* options).
     #[arg(long, requires_all = ["s3_access_key", "s3_secret_key"])]

@@ -20,6 +20,7 @@ pub(crate) struct SpeculativeArgs {
 /// Speculative execution, flattened into the flags of `conflux run`, `cluster` and
 /// `jobmanager`.
 #[derive(clap::Args)]
+#[command(next_help_heading = crate::headings::SPECULATIVE)]
 pub(crate) struct SpeculativeOptionsArgs {
     /// Run speculative attempts of slow tasks (Flink's `execution.batch.speculative.enabled`;
     /// batch jobs only).
@@ -52,6 +53,7 @@ pub(crate) struct SpeculativeOptionsArgs {
 
 /// Slow TaskManagers, for tests and demonstrations of speculative execution.
 #[derive(clap::Args)]
+#[command(next_help_heading = crate::headings::SPECULATIVE)]
 pub(crate) struct SlowTaskManagersArgs {
     /// TaskManagers whose tasks take --slowdown times as long (`run`: a seeded choice among
     /// those started with the job; `cluster`: the first ones it starts).

@@ -164,7 +164,34 @@ impl std::fmt::Debug for TaskDeploymentDescriptorFactory {
     }
 }
 
+/// At most the uncompressed bytes one shuffle descriptor takes in a group's columnar payload
+/// ([`wire::encode_descriptor_group`]): kind, result, partition, producer vertex and attempt,
+/// position, TaskManager, connection and address index (33 bytes), and an address of its own
+/// (19 bytes) in the worst case of one producer per TaskManager.
+const DESCRIPTOR_BYTES_BOUND: u64 = 33 + 19;
+
+/// The factory's own heap without any group: its empty tables, generously.
+const FACTORY_BYTES: u64 = 4096;
+
 impl TaskDeploymentDescriptorFactory {
+    /// At most the heap bytes the descriptor cache takes when `groups` consumed partition
+    /// groups holding `descriptors` shuffle descriptors in all are cached at once and inline:
+    /// per group its map entry (doubled for the table's growth), its shared list of serialised
+    /// parts and a frame header; per descriptor its uncompressed columnar bytes (zstd only
+    /// shrinks them; an offloaded group keeps only its blob key). O(1); for a JobManager's
+    /// admission estimate.
+    pub fn cache_bytes_bound(groups: u64, descriptors: u64) -> u64 {
+        use std::mem::size_of;
+        let per_group = 2 * (size_of::<(ConsumedPartitionGroupId, CacheEntry)>() + 1) * 8 / 7
+            + 2 * size_of::<usize>()
+            + size_of::<MaybeOffloaded>()
+            + wire::HEADER_LEN
+            + 9;
+        FACTORY_BYTES
+            .saturating_add(groups.saturating_mul(per_group as u64))
+            .saturating_add(descriptors.saturating_mul(DESCRIPTOR_BYTES_BOUND))
+    }
+
     /// A factory for one job: serialises job information and every job vertex's task information
     /// now, offloading those at or above `information_offload_min_size` (Flink's FLINK-6046
     /// rule). O(V).

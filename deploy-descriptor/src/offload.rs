@@ -38,6 +38,22 @@ impl Default for OffloadRule {
     }
 }
 
+/// The rule as reports state it: `descriptors x consumers >= 4194304`, `compressed bytes >=
+/// 1048576` or `never`.
+impl std::fmt::Display for OffloadRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OffloadRule::DescriptorCount { threshold } => {
+                write!(f, "descriptors x consumers >= {threshold}")
+            }
+            OffloadRule::CompressedBytes { min_size } => {
+                write!(f, "compressed bytes >= {min_size}")
+            }
+            OffloadRule::Never => f.write_str("never"),
+        }
+    }
+}
+
 impl OffloadRule {
     /// Whether a group of `descriptors` descriptors, read by `consumers` consumers, of
     /// `compressed_bytes` bytes, goes to the blob server.

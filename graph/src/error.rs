@@ -194,6 +194,34 @@ pub enum GraphError {
         /// Another vertex id.
         second: String,
     },
+    /// A FORWARD edge joins two different fixed parallelisms (directly, or through the other
+    /// vertices of its forward group): Flink's "Forward partitioning does not allow change of
+    /// parallelism".
+    #[error("edge {edge} ({source_id} -> {target_id}): Forward partitioning does not allow change of parallelism ({source_id} runs at {source_parallelism}, {target_id} at {target_parallelism}, counting the vertices FORWARD edges join to each); make them equal or use another ship strategy, e.g. REBALANCE")]
+    ForwardParallelism {
+        /// Position of the FORWARD edge in the input's edge list.
+        edge: usize,
+        /// The edge's source.
+        source_id: String,
+        /// The edge's target.
+        target_id: String,
+        /// The fixed parallelism of the source's forward group.
+        source_parallelism: u32,
+        /// The fixed parallelism of the target's forward group.
+        target_parallelism: u32,
+    },
+    /// A vertex's configured max parallelism is below the fixed parallelism of its forward
+    /// group (Flink: "There is a job vertex in the forward group whose maximum parallelism is
+    /// smaller than the group's parallelism").
+    #[error("vertex '{vertex}': max parallelism {max_parallelism} is below the parallelism {group_parallelism} of its forward group (vertices joined by FORWARD edges)")]
+    ForwardGroupMaxParallelism {
+        /// The vertex id.
+        vertex: String,
+        /// Its max parallelism.
+        max_parallelism: u64,
+        /// The group's parallelism.
+        group_parallelism: u32,
+    },
     /// A Flink plan is well-formed JSON but not a valid plan.
     #[error("Flink plan: {0}")]
     FlinkPlan(String),

@@ -10,17 +10,22 @@
 //! takes Flink's default; parallelism `-1` (decided at run time by the adaptive batch
 //! scheduler) stays `-1`, undecided.
 //!
-//! Names: a vertex keeps the node's `description` verbatim (Flink's `JobVertex` pretty name or
-//! name: the chained operators, HTML-escaped, lines joined by `<br/>`) and gets as its name the
-//! node's `operator` when non-empty, else `contents` (older plan generators) when non-empty, else
-//! the description's first line (before the first `<br/>`, e.g. `[35]:Sort(orderBy=[revenue
-//! DESC])`, the head operator), also as Flink wrote it.
+//! Names: Flink writes a node's `description` (its `JobVertex` pretty name or name: the chained
+//! operators) for its dashboard, HTML-escaped with lines joined by `<br/>`; import decodes it
+//! once ([`decode_text`]: `<br/>` is a line break, `&gt;` is `>`, `&#92;` is `\`), so that every
+//! surface shows it as text. A vertex gets as its name the node's `operator` when non-empty,
+//! else `contents` (older plan generators) when non-empty, else the description's first line
+//! (e.g. `[35]:Sort(orderBy=[revenue DESC])`, the head operator), all decoded alike.
 
 use serde::Deserialize;
-use serde_json::Value;
 
+use crate::job_graph::RawJob;
 use crate::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
 use crate::{GraphError, ResultPartitionType, ShipStrategy};
+
+mod lean;
+
+use lean::{Document, InputsField, NodeFields, Nodes, PlanFields, PlanPart, Text};
 
 /// The default estimate of undecided vertices (parallelism `-1`, `--default-parallelism`): 128,
 /// the default of Flink's `execution.batch.adaptive.auto-parallelism.max-parallelism`, i.e. the
@@ -28,16 +33,9 @@ use crate::{GraphError, ResultPartitionType, ShipStrategy};
 /// planning.
 pub const DEFAULT_ADAPTIVE_PARALLELISM: u32 = 128;
 
-/// A Flink plan, read from its document (with or without REST's `{"plan": ...}` wrapper) field by
-/// field so that an error names the node and the field. Fields Flink writes that Conflux does
-/// not use (`jid`, `operator_strategy`, `optimizer_properties`, ...) are ignored.
-#[derive(Debug)]
-struct FlinkPlan {
-    name: String,
-    job_type: Option<String>,
-    nodes: Vec<FlinkNode>,
-}
-
+/// One node of a Flink plan, read field by field so that an error names the node and the
+/// field. Fields Flink writes that Conflux does not use (`jid`, `operator_strategy`,
+/// `optimizer_properties`, ...) are skipped.
 #[derive(Debug)]
 struct FlinkNode {
     id: String,
@@ -56,6 +54,89 @@ struct FlinkInput {
     exchange: String,
 }
 
+/// Where a plan's vertices and edges go as its nodes are read: job graph JSON (for editing),
+/// or the compact form a [`JobGraph`](crate::JobGraph) is validated from (for loading).
+trait PlanSink: Default {
+    /// A vertex, in plan order.
+    fn vertex(
+        &mut self,
+        id: String,
+        name: Option<String>,
+        description: Option<String>,
+        parallelism: i32,
+    );
+    /// An edge into `target`, in plan order and input number order.
+    fn edge(&mut self, input: FlinkInput, target: &str, pattern: &str, partition_type: &str);
+}
+
+/// Job graph JSON's vertices and edges.
+#[derive(Default)]
+struct JsonSink {
+    vertices: Vec<JobVertexJson>,
+    edges: Vec<JobEdgeJson>,
+}
+
+impl PlanSink for JsonSink {
+    fn vertex(
+        &mut self,
+        id: String,
+        name: Option<String>,
+        description: Option<String>,
+        parallelism: i32,
+    ) {
+        self.vertices.push(JobVertexJson {
+            name,
+            description,
+            ..JobVertexJson::new(id, parallelism)
+        });
+    }
+
+    fn edge(&mut self, input: FlinkInput, target: &str, pattern: &str, partition_type: &str) {
+        self.edges.push(JobEdgeJson {
+            source: input.id,
+            target: target.to_owned(),
+            distribution_pattern: pattern.to_owned(),
+            result_partition_type: partition_type.to_owned(),
+            ship_strategy: Some(input.ship_strategy),
+            data_set: None,
+        });
+    }
+}
+
+impl PlanSink for RawJob {
+    fn vertex(
+        &mut self,
+        id: String,
+        name: Option<String>,
+        description: Option<String>,
+        parallelism: i32,
+    ) {
+        self.push_vertex(
+            &id,
+            name.as_deref(),
+            description.as_deref(),
+            parallelism,
+            None,
+            None,
+            None,
+            Vec::new(),
+            None,
+            false,
+        );
+    }
+
+    fn edge(&mut self, input: FlinkInput, target: &str, pattern: &str, partition_type: &str) {
+        self.push_edge(
+            &input.id,
+            target,
+            pattern,
+            partition_type,
+            Some(&input.ship_strategy),
+            None,
+        );
+    }
+}
+
 /// Whether the bytes look like a Flink plan: a JSON object with `nodes`, or with `plan` holding
 /// an object with `nodes`.
 pub fn looks_like_flink_plan(value: &serde_json::Value) -> bool {
@@ -64,7 +145,9 @@ pub fn looks_like_flink_plan(value: &serde_json::Value) -> bool {
 }
 
 /// Converts a Flink plan into job graph JSON. Vertices keep the plan's order and ids (Flink's
-/// 32-hex `JobVertexID`s); the inputs of a node become its edges in `num` order.
+/// 32-hex `JobVertexID`s); the inputs of a node become its edges in `num` order. The document
+/// is read field by field, unknown fields skipped as they are read: memory is that of the
+/// result, whatever else the plan carries.
 ///
 /// # Errors
 /// [`GraphError::Json`] when the bytes are not JSON; [`GraphError::FlinkPlan`] for a missing or
@@ -73,12 +156,39 @@ pub fn looks_like_flink_plan(value: &serde_json::Value) -> bool {
 /// number, an unknown exchange, or duplicate input numbers. Unknown producers and cycles are reported when the result is
 /// validated by [`JobGraph::from_json`](crate::JobGraph::from_json).
 pub fn import(bytes: &[u8]) -> Result<JobGraphJson, GraphError> {
-    let document: Value = serde_json::from_slice(bytes).map_err(|e| GraphError::Json {
+    let (name, job_type, sink) = read::<JsonSink>(bytes)?;
+    Ok(JobGraphJson {
+        name,
+        job_type,
+        vertices: sink.vertices,
+        edges: sink.edges,
+    })
+}
+
+/// As [`import`], into the compact form a [`JobGraph`](crate::JobGraph) is validated from,
+/// node by node as they are read: no job graph JSON is built, and nothing read borrows the
+/// bytes, which the caller may free at once.
+///
+/// # Errors
+/// As [`import`].
+pub(crate) fn import_raw(bytes: &[u8]) -> Result<RawJob, GraphError> {
+    let (name, job_type, mut raw) = read::<RawJob>(bytes)?;
+    raw.name = name;
+    raw.job_type = job_type;
+    Ok(raw)
+}
+
+/// Reads a plan: its name, job type (`streaming` or `batch`) and what its nodes gave `S`.
+/// Errors come in a fixed order: `nodes` missing or mistyped, `name`, `type`, a node that
+/// cannot be read (the first), an unknown job type, a node whose values are invalid (the
+/// first).
+fn read<S: PlanSink>(bytes: &[u8]) -> Result<(String, String, S), GraphError> {
+    let document = lean::read::<S>(bytes).map_err(|e| GraphError::Json {
         format: "Flink plan",
         message: e.to_string(),
     })?;
-    let plan = read_plan(&document)?;
-    let job_type = match plan.job_type.as_deref() {
+    let (name, kind, nodes) = read_plan(document)?;
+    let job_type = match kind.as_deref() {
         None => "streaming",
         Some(t) if t.eq_ignore_ascii_case("STREAMING") => "streaming",
         Some(t) if t.eq_ignore_ascii_case("BATCH") => "batch",
@@ -88,86 +198,81 @@ pub fn import(bytes: &[u8]) -> Result<JobGraphJson, GraphError> {
             )))
         }
     };
-
-    let mut vertices = Vec::with_capacity(plan.nodes.len());
-    let mut edges = Vec::new();
-    for node in &plan.nodes {
-        let parallelism = match node.parallelism {
-            -1 => crate::json::PARALLELISM_UNDECIDED,
-            p if p >= 1 => i32::try_from(p).map_err(|_| {
-                GraphError::FlinkPlan(format!("node {}: parallelism {p} is too large", node.id))
-            })?,
-            p => {
-                return Err(GraphError::FlinkPlan(format!(
-                    "node {}: parallelism {p} (expected -1 or at least 1)",
-                    node.id
-                )))
-            }
-        };
-        vertices.push(JobVertexJson {
-            name: node.name.clone(),
-            description: node.description.clone(),
-            ..JobVertexJson::new(node.id.clone(), parallelism)
-        });
-        let mut inputs: Vec<&FlinkInput> = node.inputs.iter().collect();
-        inputs.sort_by_key(|i| i.num);
-        if let Some(w) = inputs.windows(2).find(|w| w[0].num == w[1].num) {
-            return Err(GraphError::FlinkPlan(format!(
-                "node {}: two inputs with num {}",
-                node.id, w[0].num
-            )));
-        }
-        for input in inputs {
-            let partition_type = ResultPartitionType::parse(&input.exchange).ok_or_else(|| {
-                GraphError::FlinkPlan(format!(
-                    "node {} input {} (from {}): unknown exchange '{}'",
-                    node.id, input.num, input.id, input.exchange
-                ))
-            })?;
-            edges.push(JobEdgeJson {
-                source: input.id.clone(),
-                target: node.id.clone(),
-                distribution_pattern: ShipStrategy::parse(&input.ship_strategy)
-                    .distribution_pattern()
-                    .as_str()
-                    .to_owned(),
-                result_partition_type: partition_type.as_str().to_owned(),
-                ship_strategy: Some(input.ship_strategy.clone()),
-                data_set: None,
-            });
-        }
+    if let Some(e) = nodes.value_error {
+        return Err(e);
     }
-    Ok(JobGraphJson {
-        name: plan.name,
-        job_type: job_type.to_owned(),
-        vertices,
-        edges,
-    })
+    Ok((name, job_type.to_owned(), nodes.sink))
 }
 
-/// The plan of a document: `plan` when REST wrapped it, else the document itself.
-fn read_plan(document: &Value) -> Result<FlinkPlan, GraphError> {
-    let plan = document.get("plan").unwrap_or(document);
-    let Value::Object(fields) = plan else {
-        return Err(GraphError::FlinkPlan(format!(
-            "the plan is {}, not an object",
-            kind(plan)
-        )));
+/// Adds one read node to `sink`: its vertex, then its inputs in `num` order as edges.
+///
+/// # Errors
+/// A parallelism other than `-1` or a positive `i32`, two inputs of one number, an unknown
+/// exchange; `sink` may then hold part of the node.
+fn add_node<S: PlanSink>(node: FlinkNode, sink: &mut S) -> Result<(), GraphError> {
+    let parallelism = match node.parallelism {
+        -1 => crate::json::PARALLELISM_UNDECIDED,
+        p if p >= 1 => i32::try_from(p).map_err(|_| {
+            GraphError::FlinkPlan(format!("node {}: parallelism {p} is too large", node.id))
+        })?,
+        p => {
+            return Err(GraphError::FlinkPlan(format!(
+                "node {}: parallelism {p} (expected -1 or at least 1)",
+                node.id
+            )))
+        }
     };
-    let text = |key: &str| match fields.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(GraphError::FlinkPlan(format!(
-            "field `{key}` is {}, not a string",
-            kind(other)
+    let mut inputs = node.inputs;
+    inputs.sort_by_key(|i| i.num);
+    if let Some(w) = inputs.windows(2).find(|w| w[0].num == w[1].num) {
+        return Err(GraphError::FlinkPlan(format!(
+            "node {}: two inputs with num {}",
+            node.id, w[0].num
+        )));
+    }
+    for input in inputs {
+        let partition_type = ResultPartitionType::parse(&input.exchange).ok_or_else(|| {
+            GraphError::FlinkPlan(format!(
+                "node {} input {} (from {}): unknown exchange '{}'",
+                node.id, input.num, input.id, input.exchange
+            ))
+        })?;
+        let pattern = ShipStrategy::parse(&input.ship_strategy)
+            .distribution_pattern()
+            .as_str();
+        sink.edge(input, &node.id, pattern, partition_type.as_str());
+    }
+    sink.vertex(node.id, node.name, node.description, parallelism);
+    Ok(())
+}
+
+/// The plan of a document: `plan` when REST wrapped it, else the document itself; its name,
+/// `type` and nodes, checked in order: `nodes` missing or mistyped, `name`, `type`, the first
+/// node that could not be read.
+fn read_plan<S: PlanSink>(
+    document: Document<S>,
+) -> Result<(String, Option<String>, Nodes<S>), GraphError> {
+    let fields = match document.plan.unwrap_or(document.fields) {
+        PlanPart::Object(fields) => fields,
+        PlanPart::Other(kind) => {
+            return Err(GraphError::FlinkPlan(format!(
+                "the plan is {kind}, not an object"
+            )))
+        }
+    };
+    let PlanFields { name, kind, nodes } = *fields;
+    let text = |key: &str, value: Option<Text>| match value {
+        None | Some(Text::Null) => Ok(None),
+        Some(Text::Str(s)) => Ok(Some(s)),
+        Some(Text::Other(kind)) => Err(GraphError::FlinkPlan(format!(
+            "field `{key}` is {kind}, not a string"
         ))),
     };
-    let nodes = match fields.get("nodes") {
-        Some(Value::Array(nodes)) => nodes,
-        Some(other) => {
+    let nodes = match nodes {
+        Some(Ok(nodes)) => nodes,
+        Some(Err(kind)) => {
             return Err(GraphError::FlinkPlan(format!(
-                "field `nodes` is {}, not an array",
-                kind(other)
+                "field `nodes` is {kind}, not an array"
             )))
         }
         None => {
@@ -176,21 +281,18 @@ fn read_plan(document: &Value) -> Result<FlinkPlan, GraphError> {
             ))
         }
     };
-    Ok(FlinkPlan {
-        name: text("name")?.unwrap_or_default(),
-        job_type: text("type")?,
-        nodes: nodes
-            .iter()
-            .enumerate()
-            .map(|(position, node)| read_node(position, node))
-            .collect::<Result<_, _>>()?,
-    })
+    let name = text("name", name)?.unwrap_or_default();
+    let kind = text("type", kind)?;
+    if let Some(e) = nodes.read_error {
+        return Err(e);
+    }
+    Ok((name, kind, *nodes))
 }
 
 /// One entry of `nodes`; errors name the node by id (by position while the id is unknown).
-fn read_node(position: usize, node: &Value) -> Result<FlinkNode, GraphError> {
-    let id = match node.get("id") {
-        Some(Value::String(id)) => id.clone(),
+fn read_node(position: usize, node: NodeFields) -> Result<FlinkNode, GraphError> {
+    let id = match node.id {
+        Some(Text::Str(id)) => id,
         None => {
             return Err(GraphError::FlinkPlan(format!(
                 "node at position {position} of `nodes`: missing field `id`"
@@ -199,51 +301,50 @@ fn read_node(position: usize, node: &Value) -> Result<FlinkNode, GraphError> {
         Some(other) => {
             return Err(GraphError::FlinkPlan(format!(
                 "node at position {position} of `nodes`: field `id` is {}, not a string",
-                kind(other)
+                other.kind()
             )))
         }
     };
-    let text = |key: &str| match node.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(GraphError::FlinkPlan(format!(
-            "node {id:?}: field `{key}` is {}, not a string",
-            kind(other)
+    let text = |key: &str, value: Option<Text>| match value {
+        None | Some(Text::Null) => Ok(None),
+        Some(Text::Str(s)) => Ok(Some(s)),
+        Some(Text::Other(kind)) => Err(GraphError::FlinkPlan(format!(
+            "node {id:?}: field `{key}` is {kind}, not a string"
         ))),
     };
-    let description = text("description")?;
+    let description = text("description", node.description)?.map(|d| decode_text(&d));
     let non_empty = |s: Option<String>| s.filter(|s| !s.is_empty());
-    let name = non_empty(text("operator")?)
-        .or(non_empty(text("contents")?))
-        .or_else(|| {
-            let d = description.as_deref()?;
-            let first = d.split_once("<br/>").map_or(d, |(first, _)| first);
-            (!first.is_empty()).then(|| first.to_owned())
-        });
-    let parallelism = match node.get("parallelism") {
+    let operator = non_empty(text("operator", node.operator)?);
+    let contents = non_empty(text("contents", node.contents)?);
+    let name = operator.or(contents).map(|n| decode_text(&n)).or_else(|| {
+        let d = description.as_deref()?;
+        let first = d.split_once('\n').map_or(d, |(first, _)| first);
+        (!first.is_empty()).then(|| first.to_owned())
+    });
+    let parallelism = match node.parallelism {
         None => {
             return Err(GraphError::FlinkPlan(format!(
                 "node {id:?}: missing field `parallelism`"
             )))
         }
-        Some(p) => i64::deserialize(p)
-            .map_err(|e| GraphError::FlinkPlan(format!("node {id:?}: field `parallelism`: {e}")))?,
+        Some(p) => {
+            p.map_err(|e| GraphError::FlinkPlan(format!("node {id:?}: field `parallelism`: {e}")))?
+        }
     };
-    let inputs = match node.get("inputs") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(inputs)) => inputs
-            .iter()
+    let inputs = match node.inputs {
+        None | Some(InputsField::Null) => Vec::new(),
+        Some(InputsField::List(inputs)) => inputs
+            .into_iter()
             .enumerate()
             .map(|(k, input)| {
-                FlinkInput::deserialize(input).map_err(|e| {
+                input.map_err(|e| {
                     GraphError::FlinkPlan(format!("node {id:?}: input at position {k}: {e}"))
                 })
             })
             .collect::<Result<_, _>>()?,
-        Some(other) => {
+        Some(InputsField::Other(kind)) => {
             return Err(GraphError::FlinkPlan(format!(
-                "node {id:?}: field `inputs` is {}, not an array",
-                kind(other)
+                "node {id:?}: field `inputs` is {kind}, not an array"
             )))
         }
     };
@@ -256,16 +357,13 @@ fn read_node(position: usize, node: &Value) -> Result<FlinkNode, GraphError> {
     })
 }
 
-/// What a JSON value is, for messages (the value itself may be large).
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+/// Undoes Flink's dashboard escaping of a name or description (`JsonPlanGenerator`): `<br/>`
+/// (how Flink writes a line break) becomes `\n`, then every HTML character reference
+/// (`&gt;`, `&#92;`, `&infin;`, ...) its character. Applied once, on import: the result is text,
+/// never decoded again (a literal `&gt;` in it stays). O(length).
+pub fn decode_text(escaped: &str) -> String {
+    let lines = escaped.replace("<br/>", "\n");
+    html_escape::decode_html_entities(&lines).into_owned()
 }
 
 #[cfg(test)]
@@ -295,7 +393,8 @@ mod tests {
             {"id":"b","parallelism":1,"operator":"Map","description":"x"},
             {"id":"c","parallelism":1,"contents":"Old Map"},
             {"id":"d","parallelism":1,"operator":"","description":""},
-            {"id":"e","parallelism":1,"description":"a &gt; b"}]}"#;
+            {"id":"e","parallelism":1,"description":"a &gt; b &amp;&amp; c &lt;= &#92;n &#39;x&#39; &infin;<br/>+- next"},
+            {"id":"f","parallelism":1,"operator":"Map &amp;gt;"}]}"#;
         let json = import(plan.as_bytes()).unwrap();
         let got: Vec<(Option<&str>, Option<&str>)> = json
             .vertices
@@ -307,12 +406,17 @@ mod tests {
             [
                 (
                     Some("[35]:Sort(orderBy=[revenue DESC])"),
-                    Some("[35]:Sort(orderBy=[revenue DESC])<br/>+- tpch_q5[36]: Writer<br/>")
+                    Some("[35]:Sort(orderBy=[revenue DESC])\n+- tpch_q5[36]: Writer\n")
                 ),
                 (Some("Map"), Some("x")),
                 (Some("Old Map"), None),
                 (None, Some("")),
-                (Some("a &gt; b"), Some("a &gt; b")),
+                (
+                    Some("a > b && c <= \\n 'x' \u{221e}"),
+                    Some("a > b && c <= \\n 'x' \u{221e}\n+- next")
+                ),
+                // Decoded once: an escaped entity stays one.
+                (Some("Map &gt;"), None),
             ]
         );
         let bad = r#"{"nodes":[{"id":"a","parallelism":1,"description":7}]}"#;

@@ -4,6 +4,7 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::fmt;
 
+use crate::forward_group::{self, is_forward, ForwardEdge};
 use crate::index_vec::index_u32;
 use crate::strings::{Interner, StrArena, StrIndex};
 
@@ -741,7 +742,7 @@ impl JobGraph {
         }
         let vertex_id = |pos: JobVertexIndex| ids.get(order[pos.idx()]);
 
-        let vertices: Vec<JobVertex> = order
+        let mut vertices: Vec<JobVertex> = order
             .iter()
             .map(|&listing| {
                 let v = &raw_vertices[listing as usize];
@@ -760,6 +761,34 @@ impl JobGraph {
             })
             .collect();
         drop(raw_vertices);
+
+        // Forward groups: one parallelism per group of vertices joined by FORWARD edges.
+        let forward_edges: Vec<ForwardEdge> = resolved
+            .iter()
+            .zip(&raw_edges)
+            .enumerate()
+            .filter(|(_, (_, e))| is_forward(e.ship_strategy.map(|s| edge_text.get(s))))
+            .map(|(index, (r, _))| ForwardEdge {
+                index,
+                source: position[r.source as usize] as usize,
+                target: position[r.target as usize] as usize,
+            })
+            .collect();
+        forward_group::apply(
+            &mut vertices,
+            job_type == JobType::Batch,
+            &forward_edges,
+            |pos| vertex_id(JobVertexIndex(index_u32(pos))).to_owned(),
+        )?;
+        drop(forward_edges);
+        let total_subtasks: u64 = vertices.iter().map(|v| u64::from(v.parallelism)).sum();
+        if total_subtasks > MAX_EXECUTION_VERTICES {
+            return Err(GraphError::TooLarge {
+                what: "execution vertices",
+                count: total_subtasks,
+                limit: MAX_EXECUTION_VERTICES,
+            });
+        }
 
         // Data set names: explicit names first, so generated names never collide with them.
         // `names` holds every name taken so far; each becomes one data set.

@@ -20,6 +20,7 @@ use crate::GraphError;
 
 /// A whole job graph file. Unknown fields anywhere are an error naming them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobGraphJson {
     /// The job's name (free text; empty when absent).
@@ -36,6 +37,7 @@ pub struct JobGraphJson {
 
 /// One job vertex.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobVertexJson {
     /// Unique, non-empty, without `#`.
@@ -43,19 +45,19 @@ pub struct JobVertexJson {
     /// Display name, free text (Flink's vertex name; for an imported Flink plan, the node's
     /// `operator` or `contents` when non-empty, else the first line of its `description`, as
     /// Flink wrote it). Commands that take a vertex accept an exact name that no other vertex
-    /// has as well as an id (see [`JobGraphJson::resolve_vertex`]). Absent: none.
+    /// has as well as an id (see `JobGraphJson::resolve_vertex`). Absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Description, free text (for an imported Flink plan, the node's `description` verbatim:
     /// the chained operators, HTML-escaped, lines separated by `<br/>`). Absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// Number of subtasks, at least 1, or [`PARALLELISM_UNDECIDED`] (`-1`, batch jobs only):
+    /// Number of subtasks, at least 1, or `PARALLELISM_UNDECIDED` (`-1`, batch jobs only):
     /// decided at run time from the bytes the inputs produced, as Flink's adaptive batch
     /// scheduler. `i32` as Flink's `int parallelism`.
     pub parallelism: i32,
     /// Upper bound for rescaling (key groups); Flink's default applies when absent
-    /// (see [`default_max_parallelism`](crate::default_max_parallelism)).
+    /// (see `conflux_graph::default_max_parallelism`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_parallelism: Option<u32>,
     /// Slot sharing group name; `default` when absent.
@@ -114,6 +116,7 @@ pub const PARALLELISM_UNDECIDED: i32 = -1;
 
 /// One operator of a vertex's chain.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct OperatorJson {
     /// The operator's stable uid (Flink's `.uid(...)`), which maps state across job versions.
@@ -129,6 +132,7 @@ pub struct OperatorJson {
 
 /// One state descriptor of an operator.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct StateJson {
     /// The state's name, unique within the operator.
@@ -148,6 +152,7 @@ pub struct StateJson {
 
 /// One job edge: the target consumes a data set produced by the source.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct JobEdgeJson {
     /// Producing vertex id.

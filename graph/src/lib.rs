@@ -24,7 +24,9 @@
 pub mod dynamic;
 mod error;
 mod execution_graph;
+mod expansion_estimate;
 pub mod flink_plan;
+pub mod forward_group;
 pub mod generate;
 mod index_vec;
 mod job_graph;
@@ -43,6 +45,7 @@ pub use execution_graph::{
     EdgeConnection, ExecutionGraph, ExecutionVertexId, ExecutionVertexIndex,
     IntermediateResultPartitionId, PartitionIndex,
 };
+pub use expansion_estimate::ExpansionEstimate;
 pub use index_vec::{index_u32, Idx, IndexVec};
 pub use job_graph::{
     default_max_parallelism, IntermediateDataSet, IntermediateDataSetIndex, JobEdge, JobEdgeIndex,

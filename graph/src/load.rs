@@ -13,9 +13,9 @@ use crate::{flink_plan, GraphError, JobGraph};
 /// buffer for the ids, interned group names), and the validated [`JobGraph`] stores each id once.
 /// `conflux inspect` of a 216 MB file of 6.2 million vertices peaks at 2.7 times the file in
 /// RSS, the file itself included (README, "Limits"), so a file at this limit needs about 0.7 GiB.
-/// Flink plans are read as a `serde_json::Value` and a [`JobGraphJson`] and cost more per byte,
-/// but real plans are kilobytes: the number of vertices, not their parallelism, makes a file
-/// large.
+/// Flink plans are read field by field into the fields they use (unknown fields skipped as
+/// they are read, never built), then into a [`JobGraphJson`]: within 4 times the file too
+/// (`graph/tests/load_memory.rs`).
 pub const MAX_JOB_FILE_BYTES: u64 = 256 << 20;
 
 /// How to read a job.
@@ -66,11 +66,16 @@ pub fn parse(
     options: &LoadOptions,
 ) -> Result<(JobGraphJson, InputFormat), GraphError> {
     check_size(bytes)?;
-    let (mut json, format) = if is_flink_plan(bytes) {
+    let (json, format) = if is_flink_plan(bytes) {
         (flink_plan::import(bytes)?, InputFormat::FlinkPlan)
     } else {
         (JobGraphJson::parse(bytes)?, InputFormat::JobGraph)
     };
+    Ok((with_overrides(json, options), format))
+}
+
+/// `json` with `--parallelism` and `--parallelism auto` applied.
+fn with_overrides(mut json: JobGraphJson, options: &LoadOptions) -> JobGraphJson {
     if let Some(n) = options.parallelism {
         let p = i32::try_from(n).unwrap_or(i32::MAX);
         for v in &mut json.vertices {
@@ -89,7 +94,7 @@ pub fn parse(
             }
         }
     }
-    Ok((json, format))
+    json
 }
 
 /// The top-level keys that tell the formats apart. Values are skipped, not built: a
@@ -150,13 +155,12 @@ fn load_detected(
         Input::Borrowed(bytes) => bytes,
     };
     check_size(bytes)?;
-    if is_flink_plan(bytes) {
-        let (json, format) = parse(bytes, options)?;
-        drop(input);
-        let job = JobGraph::from_json_estimating(&json, options.default_parallelism)?;
-        return Ok((job, format));
-    }
-    let mut raw = crate::stream::parse(bytes)?;
+    // Either format is read straight into the compact form, and the bytes are freed then.
+    let (mut raw, format) = if is_flink_plan(bytes) {
+        (flink_plan::import_raw(bytes)?, InputFormat::FlinkPlan)
+    } else {
+        (crate::stream::parse(bytes)?, InputFormat::JobGraph)
+    };
     drop(input);
     if let Some(p) = options.parallelism {
         raw.override_parallelism(Some(p));
@@ -165,7 +169,7 @@ fn load_detected(
         raw.override_parallelism(None);
     }
     raw.estimate = options.default_parallelism;
-    Ok((JobGraph::from_raw(raw)?, InputFormat::JobGraph))
+    Ok((JobGraph::from_raw(raw)?, format))
 }
 
 /// [`GraphError::TooLarge`] above [`MAX_JOB_FILE_BYTES`].

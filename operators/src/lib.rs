@@ -44,7 +44,10 @@ pub use error::OperatorError;
 pub use exchange::KeyedWriter;
 pub use record::{DecodeError, EncodeError, MAX_WORD_BYTES};
 pub use routed::RoutedVocabulary;
-pub use sink::{read_counts, sink_file_name, write_counts, SinkError};
+pub use sink::{
+    clear_success, mark_success, read_counts, sink_file_name, write_counts, SinkError,
+    SUCCESS_FILE_NAME,
+};
 pub use source::{stream_seed, WordSource, Zipf};
 pub use verify::{
     verify_output, Difference, ExpectedCounts, Verification, VerifyError, WordCountJob,

@@ -50,6 +50,36 @@ pub enum SinkError {
     },
 }
 
+/// The marker of a complete output: an empty file the JobManager writes into the output
+/// directory when the job FINISHED, and removes when a job starts writing there (Hadoop's
+/// `FileOutputCommitter` marker, which Flink's Hadoop output formats write on the JobManager).
+/// An output directory without it is incomplete: its job failed, was cancelled or still runs,
+/// whatever part files it holds.
+pub const SUCCESS_FILE_NAME: &str = "_SUCCESS";
+
+/// Marks the output in `dir` complete: creates (or truncates) its [`SUCCESS_FILE_NAME`].
+///
+/// # Errors
+/// [`SinkError::Io`] when the file cannot be written.
+pub fn mark_success(dir: &Path) -> Result<(), SinkError> {
+    let path = dir.join(SUCCESS_FILE_NAME);
+    File::create(&path)
+        .and_then(|f| f.sync_all())
+        .map_err(|source| SinkError::Io { path, source })
+}
+
+/// Marks the output in `dir` incomplete: removes its [`SUCCESS_FILE_NAME`] if there is one.
+///
+/// # Errors
+/// [`SinkError::Io`] when an existing marker cannot be removed.
+pub fn clear_success(dir: &Path) -> Result<(), SinkError> {
+    let path = dir.join(SUCCESS_FILE_NAME);
+    match fs::remove_file(&path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(SinkError::Io { path, source: e }),
+        _ => Ok(()),
+    }
+}
+
 /// The name of subtask `subtask`'s file: `part-00003.tsv` for 3.
 pub fn sink_file_name(subtask: u32) -> String {
     format!("part-{subtask:05}.tsv")

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::error::PlanError;
 
 /// One state of a stateful ExecNode (`{"index": 0, "ttl": "0 ms", "name": "leftState"}`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CompiledState {
     /// The input index the state belongs to (a join has 0 = left, 1 = right).
     pub index: i64,
@@ -30,7 +30,7 @@ pub struct CompiledState {
 }
 
 /// A stateful ExecNode.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CompiledOperator {
     /// The ExecNode id (the `[n]` in Flink's vertex names).
     pub id: i64,

@@ -6,14 +6,14 @@
 //! plus the validation.
 
 use conflux_graph::json::{JobEdgeJson, JobGraphJson, JobVertexJson, OperatorJson};
-use conflux_graph::{default_max_parallelism, JobGraph, ShipStrategy};
+use conflux_graph::{default_max_parallelism, forward_group, JobGraph, ShipStrategy};
 use serde::{Deserialize, Serialize};
 
 use crate::error::PlanError;
 
 /// An edge named by its position in the plan's edge list, or by its endpoints (which must then
 /// be unique).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum EdgeRef {
     /// Position in the edge list.
@@ -37,7 +37,7 @@ impl std::fmt::Display for EdgeRef {
 }
 
 /// Which side of a vertex a debug tap reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TapSide {
     /// What the vertex reads: the tap consumes the vertex's inputs as the vertex does.
@@ -51,8 +51,8 @@ pub enum TapSide {
 /// A vertex (`vertex`, an edge's `source` and `target`) is named by its id or by its name
 /// (the vertex field `name`; for an imported Flink plan, the head operator's description) when
 /// no other vertex has that name: an id wins, an ambiguous name is refused naming the
-/// candidates ([`resolve_vertex`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// candidates (`resolve_vertex`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Edit {
     /// Set a vertex's parallelism, within its max parallelism (explicit, or Flink's default for
@@ -197,31 +197,45 @@ impl Edit {
                 vertex,
                 parallelism,
             } => {
-                let v = vertex_mut(&mut out, vertex)?;
                 if *parallelism == 0 {
                     return Err(refuse("parallelism must be at least 1".to_owned()));
                 }
-                let current = u32::try_from(v.parallelism).ok();
-                let (max, how) = match v.max_parallelism {
-                    Some(m) => (u64::from(m), "its max parallelism"),
-                    None => (
-                        // An undecided vertex (-1) counts at the default estimate.
-                        default_max_parallelism(current.unwrap_or(
-                            conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,
-                        )),
-                        "its max parallelism (Flink's default for its current parallelism, which a restored job keeps)",
-                    ),
-                };
-                if u64::from(*parallelism) > max {
-                    return Err(refuse(format!(
-                        "parallelism {parallelism} is above {how} {max}"
-                    )));
-                }
-                if current == Some(*parallelism) {
+                let pos = vertex_pos(&out, vertex)?;
+                if u32::try_from(out.vertices[pos].parallelism).ok() == Some(*parallelism) {
                     return Err(refuse(format!("the parallelism is already {parallelism}")));
                 }
-                v.parallelism = i32::try_from(*parallelism)
+                let value = i32::try_from(*parallelism)
                     .map_err(|_| refuse(format!("parallelism {parallelism} is too large")))?;
+                // The vertices FORWARD edges join to it run at one parallelism (a forward
+                // group): the edit sets them all, each within its max parallelism.
+                for member in forward_group::group_in_json(&out, pos) {
+                    let v = &mut out.vertices[member];
+                    let current = u32::try_from(v.parallelism).ok();
+                    let (max, how) = match v.max_parallelism {
+                        Some(m) => (u64::from(m), "max parallelism"),
+                        None => (
+                            // An undecided vertex (-1) counts at the default estimate.
+                            default_max_parallelism(current.unwrap_or(
+                                conflux_graph::flink_plan::DEFAULT_ADAPTIVE_PARALLELISM,
+                            )),
+                            "max parallelism (Flink's default for its current parallelism, which a restored job keeps)",
+                        ),
+                    };
+                    if u64::from(*parallelism) > max {
+                        let whose = if member == pos {
+                            "its".to_owned()
+                        } else {
+                            format!(
+                                "the max parallelism of '{}' in its forward group, whose",
+                                v.id
+                            )
+                        };
+                        return Err(refuse(format!(
+                            "parallelism {parallelism} is above {whose} {how} {max}"
+                        )));
+                    }
+                    v.parallelism = value;
+                }
             }
             Edit::SetPartitioner { edge, partitioner } => {
                 let i = edge_index(&out, edge)?;
@@ -740,12 +754,14 @@ pub fn flink_parallelism_overrides(
     let mut current = plan.clone();
     for e in edits {
         let e = e.with_ids(&current)?;
-        current = e.apply(&current)?;
-        if let Edit::SetParallelism { vertex, .. } = e {
-            if !edited.contains(&vertex) {
-                edited.push(vertex);
+        let next = e.apply(&current)?;
+        // The vertex and the rest of its forward group, which the edit sets together.
+        for (before, after) in current.vertices.iter().zip(&next.vertices) {
+            if before.parallelism != after.parallelism && !edited.contains(&after.id) {
+                edited.push(after.id.clone());
             }
         }
+        current = next;
     }
     let not_flink: Vec<&str> = edited
         .iter()

@@ -20,18 +20,28 @@ pub use conflux_common::key_groups::{
     key_group_range, operator_index_for_key_group, KeyGroupRange,
 };
 
-/// A [`KeyGroupRange`] in JSON: `{"start": 0, "end": 31, "key_groups": 32}`.
+/// A range of key groups in JSON: `{"start": 0, "end": 31, "key_groups": 32}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct KeyGroups {
+    /// The first key group.
+    pub start: u64,
+    /// The last key group (included).
+    pub end: u64,
+    /// How many: `end - start + 1`.
+    pub key_groups: u64,
+}
+
 fn key_groups_json<S: serde::Serializer>(k: &KeyGroupRange, s: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeStruct;
-    let mut st = s.serialize_struct("KeyGroupRange", 3)?;
-    st.serialize_field("start", &k.start)?;
-    st.serialize_field("end", &k.end)?;
-    st.serialize_field("key_groups", &k.len())?;
-    st.end()
+    KeyGroups {
+        start: k.start,
+        end: k.end,
+        key_groups: k.len(),
+    }
+    .serialize(s)
 }
 
 /// Whether a vertex has keyed state, as far as the plan says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum KeyedState {
     /// An operator of the vertex has keyed state (a state with `key_type`).
@@ -44,39 +54,42 @@ pub enum KeyedState {
 }
 
 /// The key groups of one old subtask.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct OldSubtask {
     /// Its index.
     pub subtask: u64,
     /// Its key groups.
     #[serde(serialize_with = "key_groups_json")]
+    #[schema(value_type = KeyGroups)]
     pub key_groups: KeyGroupRange,
 }
 
 /// Part of an old subtask's state a new subtask reads.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct StateRead {
     /// The old subtask.
     pub old_subtask: u64,
     /// The key groups read from it: its range intersected with the new subtask's.
     #[serde(serialize_with = "key_groups_json")]
+    #[schema(value_type = KeyGroups)]
     pub key_groups: KeyGroupRange,
 }
 
 /// The key groups of one new subtask and where their state comes from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct NewSubtask {
     /// Its index.
     pub subtask: u64,
     /// Its key groups.
     #[serde(serialize_with = "key_groups_json")]
+    #[schema(value_type = KeyGroups)]
     pub key_groups: KeyGroupRange,
     /// The old subtasks whose ranges overlap its own, in key group order.
     pub reads: Vec<StateRead>,
 }
 
 /// What rescaling one vertex does to its keyed state.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Rescale {
     /// The vertex id.
     pub vertex: String,

@@ -13,7 +13,7 @@ use crate::error::PlanError;
 use crate::stats::channels;
 
 /// One version of a plan.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Version {
     /// Its number, from 1.
     pub number: u32,
@@ -132,7 +132,7 @@ impl VersionedPlan {
 }
 
 /// What changed between two plans.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct PlanDiff {
     /// Vertices only in the new plan.
     pub vertices_added: Vec<String>,
@@ -151,7 +151,7 @@ pub struct PlanDiff {
 }
 
 /// Changed fields of one vertex or edge.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Change {
     /// The vertex id or edge name.
     pub id: String,
@@ -160,7 +160,7 @@ pub struct Change {
 }
 
 /// One changed field.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct FieldChange {
     /// The field, e.g. `parallelism` or `operators[dedup].state[seen].ttl_ms`.
     pub field: String,

@@ -74,8 +74,8 @@ function rows(table, entries) {
   }
 }
 const label = (v) => v.name || v.id;
-// Flink's descriptions separate lines with `<br/>`; shown as text, they become line breaks.
-const lines = (text) => (text || "").replace(/<br\s*\/?>/g, "\n").trim();
+// Descriptions are text (a Flink plan's escapes were decoded when it was read), lines and all.
+const lines = (text) => (text || "").trim();
 const short = (s, n) => (s.length > n ? s.slice(0, n - 1) + "\u2026" : s);
 
 // --- opening a plan --------------------------------------------------------------------------

@@ -56,7 +56,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         report.status,
         report.tasks_deployed,
         report.task_managers.len(),
-        report.wall_ms.deploy
+        report.wall_ms.deploy.unwrap_or(0.0)
     );
     let _ = stop.send(true);
     jm.shutdown().await;

@@ -60,7 +60,7 @@ impl JobManagerClient {
 
     async fn call(&mut self, request: &ClientRequest) -> Result<ClientResponse, ClientError> {
         self.conn
-            .send(encode(request))
+            .send(encode(request)?)
             .await
             .map_err(|source| RpcError::Io {
                 peer: self.peer.clone(),

@@ -29,6 +29,41 @@ pub const DEFAULT_CLIENT_IDLE_TIMEOUT_MS: u64 = 60_000;
 /// longest call's wall time low.
 pub const DEFAULT_RUNTIME_WORK_BUDGET: u32 = conflux_scheduler::api::DEFAULT_WORK_BUDGET;
 
+/// Default of [`JobManagerConfig::max_job_memory_bytes`]: 4 GiB, a fixed figure so that what
+/// a JobManager admits does not depend on the host it runs on.
+pub const DEFAULT_MAX_JOB_MEMORY_BYTES: u64 = 4 << 30;
+/// Default of [`JobHistory::size`]: 1,000 ended jobs.
+pub const DEFAULT_JOB_HISTORY_SIZE: usize = 1_000;
+/// Default of [`JobHistory::ttl_ms`]: one hour, Flink's `jobstore.expiration-time` default.
+pub const DEFAULT_JOB_HISTORY_TTL_MS: u64 = 3_600_000;
+/// Default of [`RpcConfig::max_submissions_in_flight`]: task submissions one TaskManager may
+/// have unacknowledged at once.
+pub const DEFAULT_MAX_SUBMISSIONS_IN_FLIGHT: usize = 256;
+
+/// Jobs a JobManager lets wait at once: a submission beyond them is refused until some have
+/// run. With the job history's default size, `list` answers at most about 2,000 jobs.
+pub const MAX_QUEUED_JOBS: usize = 1_000;
+
+/// Which ended jobs a JobManager keeps (with their reports) for `list` and `wait`: at most
+/// `size` of them, none older than `ttl_ms` (Flink's `jobstore.max-capacity` and
+/// `jobstore.expiration-time`); the oldest go first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JobHistory {
+    /// Ended jobs kept at most.
+    pub size: usize,
+    /// An ended job is dropped this long after it ended, ms.
+    pub ttl_ms: u64,
+}
+
+impl Default for JobHistory {
+    fn default() -> Self {
+        JobHistory {
+            size: DEFAULT_JOB_HISTORY_SIZE,
+            ttl_ms: DEFAULT_JOB_HISTORY_TTL_MS,
+        }
+    }
+}
+
 /// Heartbeat settings (Flink's `heartbeat.interval` and `heartbeat.timeout`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HeartbeatConfig {
@@ -63,8 +98,13 @@ pub struct RpcFaults {
 /// RPC settings shared by both sides.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RpcConfig {
-    /// A task submission not acknowledged within this fails that task, ms (Flink's ask timeout).
+    /// A task submission not acknowledged within this fails that task, ms (Flink's ask
+    /// timeout), counted from when it is handed to the connection's writer.
     pub timeout_ms: u64,
+    /// Task submissions one TaskManager may have unacknowledged at once; the JobManager holds
+    /// the others back (back-pressure), so that a submission's timeout never runs while it
+    /// waits behind thousands of others. At least 1.
+    pub max_submissions_in_flight: usize,
     /// Largest frame accepted, bytes.
     pub max_frame_bytes: usize,
     /// Time a peer has to send its hello, ms.
@@ -79,6 +119,7 @@ impl Default for RpcConfig {
     fn default() -> Self {
         RpcConfig {
             timeout_ms: DEFAULT_RPC_TIMEOUT_MS,
+            max_submissions_in_flight: DEFAULT_MAX_SUBMISSIONS_IN_FLIGHT,
             max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
             handshake_timeout_ms: DEFAULT_HANDSHAKE_TIMEOUT_MS,
             token: None,
@@ -107,6 +148,12 @@ pub struct JobManagerConfig {
     pub client_idle_timeout_ms: u64,
     /// The scheduler's settings for every job.
     pub scheduler: SchedulerConfig,
+    /// A job whose estimated execution graph, scheduler state and descriptors
+    /// ([`conflux_scheduler::JobMemoryEstimate`]) exceed this is refused at submission, bytes;
+    /// the queued jobs' graphs together are held to it too.
+    pub max_job_memory_bytes: u64,
+    /// Which ended jobs are kept.
+    pub job_history: JobHistory,
 }
 
 impl JobManagerConfig {
@@ -124,6 +171,8 @@ impl JobManagerConfig {
                 work_budget: DEFAULT_RUNTIME_WORK_BUDGET,
                 ..SchedulerConfig::default()
             },
+            max_job_memory_bytes: DEFAULT_MAX_JOB_MEMORY_BYTES,
+            job_history: JobHistory::default(),
         }
     }
 }

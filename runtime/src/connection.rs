@@ -75,6 +75,14 @@ pub enum RpcError {
         /// Its reason.
         reason: String,
     },
+    /// A message that does not encode (a path that is not UTF-8, say): it is not sent.
+    #[error("a {message} does not encode: {reason}")]
+    Encode {
+        /// The message's type, e.g. `ToTaskManager`.
+        message: &'static str,
+        /// The encoder's complaint.
+        reason: String,
+    },
     /// Nothing arrived in time.
     #[error("{what} from {peer}: nothing within {ms} ms")]
     Timeout {
@@ -102,23 +110,34 @@ pub fn framed(stream: TcpStream, max_frame_bytes: usize) -> FramedStream {
 
 /// The MessagePack body of a message.
 ///
-/// # Panics
-/// Never for the protocol's types (they always encode); a type that cannot encode is a bug.
-pub fn encode<T: Serialize>(message: &T) -> Bytes {
+/// # Errors
+/// [`RpcError::Encode`] naming the message type when it does not encode: a path that is not
+/// UTF-8 (MessagePack strings are UTF-8), a map key that is not a string. The command line
+/// refuses such paths before anything starts; a library caller gets this error, never a panic.
+pub fn encode<T: Serialize>(message: &T) -> Result<Bytes, RpcError> {
     encode_with_capacity(message, 0)
 }
 
 /// [`encode`] into a body allocated for `capacity` bytes: a message carrying a 32 KiB buffer
 /// is written without growing its body a dozen times (and copying it each time).
 ///
-/// # Panics
+/// # Errors
 /// As [`encode`].
-pub fn encode_with_capacity<T: Serialize>(message: &T, capacity: usize) -> Bytes {
+pub fn encode_with_capacity<T: Serialize>(message: &T, capacity: usize) -> Result<Bytes, RpcError> {
     let mut body = Vec::with_capacity(capacity);
-    match rmp_serde::encode::write(&mut body, message) {
-        Ok(()) => Bytes::from(body),
-        Err(e) => panic!("bug: protocol message does not encode: {e}"),
-    }
+    rmp_serde::encode::write(&mut body, message)
+        .map(|()| Bytes::from(body))
+        .map_err(|e| RpcError::Encode {
+            message: short_type_name::<T>(),
+            reason: e.to_string(),
+        })
+}
+
+/// `ToTaskManager` of `conflux_runtime::protocol::ToTaskManager`.
+fn short_type_name<T>() -> &'static str {
+    let full = std::any::type_name::<T>();
+    let base = full.split('<').next().unwrap_or(full);
+    base.rsplit("::").next().unwrap_or(base)
 }
 
 /// Decodes frame number `frame` from `peer` as a `T`.
@@ -167,13 +186,16 @@ pub async fn next_frame(
 }
 
 /// The body of a handshake frame: the fixed prefix (magic, version), then `message`.
-pub fn handshake_frame<T: Serialize>(message: &T) -> Bytes {
-    let body = encode(message);
+///
+/// # Errors
+/// As [`encode`].
+pub fn handshake_frame<T: Serialize>(message: &T) -> Result<Bytes, RpcError> {
+    let body = encode(message)?;
     let mut out = BytesMut::with_capacity(8 + body.len());
     out.put_slice(&HANDSHAKE_MAGIC);
     out.put_u32_le(PROTOCOL_VERSION);
     out.put_slice(&body);
-    out.freeze()
+    Ok(out.freeze())
 }
 
 fn strip_prefix<'a>(body: &'a [u8], peer: &str) -> Result<&'a [u8], RpcError> {
@@ -228,7 +250,7 @@ pub async fn connect(
     // Heartbeats and acknowledgements are small: send them at once.
     stream.set_nodelay(true).map_err(|e| io_error(address, e))?;
     let mut conn = framed(stream, MAX_HANDSHAKE_FRAME_BYTES);
-    conn.send(handshake_frame(hello))
+    conn.send(handshake_frame(hello)?)
         .await
         .map_err(|e| io_error(address, e))?;
     let body = next_frame(&mut conn, address, 0, "handshake reply", timeout).await?;
@@ -275,7 +297,7 @@ pub async fn send_reply(conn: &mut FramedStream, reply: &HandshakeReply) -> Resu
         .peer_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    conn.send(handshake_frame(reply))
+    conn.send(handshake_frame(reply)?)
         .await
         .map_err(|e| io_error(&peer, e))
 }

@@ -6,8 +6,12 @@
 //!   task states, client requests;
 //! - the heartbeat loop (`registry`): asks every TaskManager each interval, declares the silent
 //!   ones lost;
-//! - the job runner (an OS thread): takes submitted jobs in order and runs each in its event
-//!   loop (`job_loop`), which owns the job's scheduler.
+//! - the job runner (an OS thread): takes queued jobs in order from the job table (`jobs`),
+//!   builds each one's scheduler and runs it in its event loop (`job_loop`).
+//!
+//! Admission: a submission is loaded and validated, and its memory estimated from its job
+//! graph ([`conflux_scheduler::JobMemoryEstimate`], O(V + E)); a job above
+//! [`JobManagerConfig::max_job_memory_bytes`] is refused before anything is built for it.
 
 mod data_stats;
 mod invokables;
@@ -17,7 +21,7 @@ mod registry;
 mod server;
 
 use std::net::SocketAddr;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use conflux_blob::{BlobServer, BlobServerConfig};
@@ -25,14 +29,14 @@ use conflux_blob_api::{BlobWriter, Digest, JobId};
 use conflux_deploy::TaskManagerId;
 use conflux_graph::load::LoadOptions;
 use tokio::net::TcpListener;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, Semaphore};
 
 use crate::config::JobManagerConfig;
-use crate::protocol::{JobSubmission, JobSummary};
+use crate::protocol::{JobSubmission, JobSummary, MAX_CREDIT};
 use crate::report::JobReport;
 pub use invokables::{word_count_job, word_count_job_as_run};
-use job_loop::{LoopContext, PreparedJob};
-use jobs::Jobs;
+use job_loop::LoopContext;
+use jobs::{Jobs, QueuedJob};
 use registry::Registry;
 
 /// Why a JobManager could not start or serve a request.
@@ -59,7 +63,38 @@ pub enum JobManagerError {
         /// What is wrong.
         message: String,
     },
-    /// No job has this id.
+    /// The job would take more memory than the JobManager's budget
+    /// ([`JobManagerConfig::max_job_memory_bytes`]); nothing was built for it.
+    #[error("job {source_name} is refused: its execution graph, scheduler state and descriptors \
+             need an estimated {} ({estimate} bytes: {execution_vertices} subtasks), more than \
+             the JobManager's --max-job-memory of {} ({limit} bytes); raise --max-job-memory or \
+             lower the job's parallelism", mib(*.estimate), mib(*.limit))]
+    TooLarge {
+        /// Where the job came from.
+        source_name: String,
+        /// The estimate, bytes.
+        estimate: u64,
+        /// The budget, bytes.
+        limit: u64,
+        /// The job's subtasks.
+        execution_vertices: u64,
+    },
+    /// Too many jobs wait already, or their graphs hold the memory budget.
+    #[error(
+        "the JobManager's queue is full ({jobs} jobs holding {bytes} bytes wait; at most \
+             {max_jobs} jobs and {max_bytes} bytes): submit again once some have run"
+    )]
+    QueueFull {
+        /// Jobs waiting.
+        jobs: usize,
+        /// Bytes of their graphs.
+        bytes: u64,
+        /// The most jobs that may wait.
+        max_jobs: usize,
+        /// The most bytes their graphs may hold.
+        max_bytes: u64,
+    },
+    /// No job has this id (or it ended and left the job history).
     #[error("no job {0}")]
     UnknownJob(JobId),
     /// The JobManager is shutting down.
@@ -74,18 +109,35 @@ pub struct TaskManagerInfo {
     pub id: TaskManagerId,
     /// Its process id.
     pub pid: u32,
+    /// Where its data server listens.
+    pub data_address: SocketAddr,
     /// Slots it offers.
     pub slots: u32,
     /// Tasks of the running (or last) job submitted to it.
     pub job_tasks: u64,
 }
 
+/// `bytes` as MiB or GiB with one decimal, for messages.
+fn mib(bytes: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let b = bytes as f64;
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else {
+        format!("{:.1} MiB", b / f64::from(1u32 << 20))
+    }
+}
+
+/// Submissions loaded at once: each holds its file and its job graph while it is checked.
+const CONCURRENT_SUBMISSIONS: usize = 2;
+
 pub(crate) struct Shared {
     pub(crate) config: JobManagerConfig,
     pub(crate) registry: Arc<Registry>,
     pub(crate) jobs: Jobs,
     pub(crate) blob_server_url: String,
-    pub(crate) queue: std::sync::Mutex<Option<mpsc::Sender<PreparedJob>>>,
+    /// Bounds the submissions being loaded and checked at once.
+    pub(crate) loading: Semaphore,
     pub(crate) shutdown: Notify,
 }
 
@@ -149,13 +201,12 @@ impl JobManager {
         let blob_writer: Arc<dyn BlobWriter> = blob_server.clone();
 
         let registry = Arc::new(Registry::default());
-        let (queue_tx, queue_rx) = mpsc::channel::<PreparedJob>();
         let shared = Arc::new(Shared {
             config: config.clone(),
             registry: Arc::clone(&registry),
-            jobs: Jobs::default(),
+            jobs: Jobs::new(config.job_history, config.max_job_memory_bytes),
             blob_server_url,
-            queue: std::sync::Mutex::new(Some(queue_tx)),
+            loading: Semaphore::new(CONCURRENT_SUBMISSIONS),
             shutdown: Notify::new(),
         });
         let heartbeat = tokio::spawn(registry::heartbeat_loop(
@@ -167,7 +218,7 @@ impl JobManager {
         let runner_shared = Arc::clone(&shared);
         let runner = std::thread::Builder::new()
             .name("conflux-job-runner".into())
-            .spawn(move || run_jobs(&runner_shared, blob_writer, &queue_rx))
+            .spawn(move || run_jobs(&runner_shared, blob_writer))
             .map_err(|source| JobManagerError::Bind { address, source })?;
         tracing::info!(%address, blob_server = %shared.blob_server_url, "JobManager started");
         Ok(JobManager {
@@ -189,21 +240,23 @@ impl JobManager {
         &self.shared.blob_server_url
     }
 
-    /// Validates and expands a job and queues it; it runs when the jobs before it have ended.
+    /// Validates a job, checks its estimated memory against the budget and queues it as its
+    /// job graph; it is expanded and runs when the jobs before it have ended.
     ///
     /// # Errors
-    /// [`JobManagerError::InvalidJob`] naming the offending item (vertex, edge, byte offset),
-    /// [`JobManagerError::ShuttingDown`].
+    /// [`JobManagerError::InvalidJob`] naming the offending item (vertex, edge, byte offset,
+    /// an output directory that is not UTF-8), [`JobManagerError::TooLarge`],
+    /// [`JobManagerError::QueueFull`], [`JobManagerError::ShuttingDown`].
     pub async fn submit(&self, submission: JobSubmission) -> Result<JobId, JobManagerError> {
         submit(&self.shared, submission).await
     }
 
-    /// Every job, in submission order.
+    /// Every job queued, running or in the job history, in submission order.
     pub fn list(&self) -> Vec<JobSummary> {
         self.shared.jobs.list()
     }
 
-    /// Cancels a queued or running job.
+    /// Cancels a queued job (it ends CANCELED at once) or a running one.
     ///
     /// # Errors
     /// [`JobManagerError::UnknownJob`].
@@ -224,11 +277,12 @@ impl JobManager {
         let registry = self.shared.registry.lock();
         registry
             .alive
-            .keys()
-            .filter_map(|id| {
+            .iter()
+            .filter_map(|(id, entry)| {
                 registry.records.get(id).map(|r| TaskManagerInfo {
                     id: *id,
                     pid: r.pid,
+                    data_address: entry.location.data_address,
                     slots: r.slots,
                     job_tasks: r.job_tasks,
                 })
@@ -236,24 +290,20 @@ impl JobManager {
             .collect()
     }
 
-    /// Stops accepting, cancels the running job, tells the TaskManagers and stops the blob
-    /// server.
+    /// Stops accepting, cancels the queued and running jobs, tells the TaskManagers and stops
+    /// the blob server. Waits for the job runner to stop: a process that must end promptly
+    /// bounds this call (the runner may be inside a long scheduler call).
     pub async fn shutdown(mut self) {
         self.shared.shutdown.notify_waiters();
-        self.shared.jobs.cancel_all();
-        if let Ok(mut queue) = self.shared.queue.lock() {
-            queue.take();
-        }
+        self.shared.jobs.close();
         {
             let mut registry = self.shared.registry.lock();
             for entry in registry.alive.values() {
-                entry
-                    .outbox
-                    .send(&crate::protocol::ToTaskManager::Disconnect(
-                        "the JobManager is shutting down".into(),
-                    ));
+                entry.say_goodbye("the JobManager is shutting down");
                 entry.closed.notify_one();
             }
+            // Drops every heartbeat request sender: each heartbeat connection writes its
+            // goodbye and closes.
             registry.alive.clear();
         }
         for task in self.tasks.drain(..) {
@@ -289,10 +339,34 @@ pub(crate) async fn submit(
         source_name: source_name.clone(),
         message,
     };
+    if let Some(dir) = &submission.options.output_dir {
+        if dir.to_str().is_none() {
+            return Err(invalid(format!(
+                "output directory {} is not valid UTF-8",
+                dir.display()
+            )));
+        }
+    }
     let submitted = Instant::now();
+    let _loading = shared
+        .loading
+        .acquire()
+        .await
+        .map_err(|_| JobManagerError::ShuttingDown)?;
+    // The CLI's --buffers-per-channel range, held for every client: credit 0 would stall every
+    // channel, and a credit without bound would let queues grow without bound.
+    let credit = submission.options.credit;
+    if !(1..=MAX_CREDIT).contains(&credit) {
+        return Err(invalid(format!(
+            "credit {credit} (buffers per channel) is not within 1..={MAX_CREDIT}"
+        )));
+    }
     let options = submission.options.clone();
+    let job_options = submission.options.clone();
     let scheduler_config = shared.config.scheduler;
-    let (scheduler, tasks, estimate_reason) = tokio::task::spawn_blocking(move || {
+    let limit = shared.config.max_job_memory_bytes;
+    let name_for_refusal = source_name.clone();
+    let (job, tasks) = tokio::task::spawn_blocking(move || {
         let load = LoadOptions {
             parallelism: options.parallelism,
             auto_parallelism: options.auto_parallelism,
@@ -300,70 +374,65 @@ pub(crate) async fn submit(
                 .default_parallelism
                 .unwrap_or(LoadOptions::default().default_parallelism),
         };
-        let job = conflux_graph::load::load(&submission.job, &load).map_err(|e| e.to_string())?;
-        let tasks = invokables::resolve(&job, &options)?;
-        let (scheduler, estimate_reason) =
-            job_loop::new_scheduler(job, &options, scheduler_config)?;
-        Ok::<_, String>((scheduler, tasks, estimate_reason))
+        let job = conflux_graph::load::load(&submission.job, &load)
+            .map_err(|e| Refusal::Invalid(e.to_string()))?;
+        drop(submission);
+        let tasks = invokables::resolve(&job, &options).map_err(Refusal::Invalid)?;
+        job_loop::check_scheduler_options(&job, &options).map_err(Refusal::Invalid)?;
+        let estimate = job_loop::memory_estimate(&job, &scheduler_config);
+        if estimate > limit {
+            return Err(Refusal::TooLarge(JobManagerError::TooLarge {
+                source_name: name_for_refusal,
+                estimate,
+                limit,
+                execution_vertices: job.num_execution_vertices(),
+            }));
+        }
+        Ok((job, tasks))
     })
     .await
     .map_err(|e| invalid(format!("the loader failed: {e}")))?
-    .map_err(invalid)?;
+    .map_err(|refusal| match refusal {
+        Refusal::Invalid(message) => invalid(message),
+        Refusal::TooLarge(e) => e,
+    })?;
     let id = new_job_id(&source_name);
-    let name = scheduler.graph().job_graph().name().to_owned();
-    let job = PreparedJob {
+    let name = job.name().to_owned();
+    let queued = QueuedJob {
         id,
-        name: name.clone(),
-        scheduler,
+        name,
+        graph_bytes: job.heap_bytes() as u64,
+        execution_vertices: job.num_execution_vertices(),
+        job,
         tasks,
-        options: submission.options,
+        options: job_options,
         submitted,
-        estimate_reason,
     };
-    let queue = shared
-        .queue
-        .lock()
-        .map_err(|_| JobManagerError::ShuttingDown)?
-        .clone()
-        .ok_or(JobManagerError::ShuttingDown)?;
-    shared.jobs.add(id, name);
-    queue.send(job).map_err(|_| JobManagerError::ShuttingDown)?;
+    shared.jobs.enqueue(queued)?;
     tracing::info!(job = %id, source = %source_name, "job submitted");
     Ok(id)
 }
 
+/// Why a submission is refused, from the loader's thread.
+enum Refusal {
+    Invalid(String),
+    TooLarge(JobManagerError),
+}
+
 /// The job runner: one job at a time, in submission order (a session cluster whose jobs share
-/// every slot).
-fn run_jobs(
-    shared: &Shared,
-    blob_writer: Arc<dyn BlobWriter>,
-    queue: &mpsc::Receiver<PreparedJob>,
-) {
+/// every slot); each job's scheduler is built when it starts.
+fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
     let ctx = LoopContext {
         registry: &shared.registry,
         blob_writer,
         rpc_timeout_ms: shared.config.rpc.timeout_ms,
+        max_submissions_in_flight: shared.config.rpc.max_submissions_in_flight.max(1),
         speculative: shared.config.scheduler.speculative,
     };
-    while let Ok(job) = queue.recv() {
-        let (sender, events) = mpsc::channel();
-        if !shared.jobs.start(job.id, sender.clone()) {
-            // Cancelled while queued.
-            shared.jobs.finish(
-                job.id,
-                JobReport {
-                    job_id: job.id.to_string(),
-                    job: job.name.clone(),
-                    status: "CANCELED".into(),
-                    tasks: u64::from(job.scheduler.graph().num_execution_vertices()),
-                    ..JobReport::default()
-                },
-            );
-            continue;
-        }
+    while let Some((job, sender, events)) = shared.jobs.next() {
         tracing::info!(job = %job.id, name = %job.name, "job running");
         let id = job.id;
-        let report = job_loop::run_job(&ctx, job, sender, &events);
+        let report = job_loop::run_job(&ctx, job, shared.config.scheduler, sender, &events);
         tracing::info!(job = %id, status = %report.status, "job ended");
         shared.jobs.finish(id, report);
     }

@@ -21,12 +21,15 @@ mod jobmanager;
 pub mod protocol;
 pub mod report;
 mod rss;
+pub mod secret;
 pub mod shuffle;
 mod taskmanager;
 pub mod thread_priority;
 
 pub use client::{ClientError, JobManagerClient};
-pub use config::{HeartbeatConfig, JobManagerConfig, RpcConfig, RpcFaults, TaskManagerConfig};
+pub use config::{
+    HeartbeatConfig, JobHistory, JobManagerConfig, RpcConfig, RpcFaults, TaskManagerConfig,
+};
 pub use jobmanager::{
     word_count_job, word_count_job_as_run, JobManager, JobManagerError, TaskManagerInfo,
 };

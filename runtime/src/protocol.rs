@@ -15,8 +15,13 @@ use conflux_blob_api::JobId;
 use conflux_deploy::{ExecutionAttemptId, TaskManagerId};
 use serde::{Deserialize, Serialize};
 
+pub use crate::secret::Secret;
+
 /// The version of this protocol. A peer of another version is refused at the handshake.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// Version 4: heartbeat connections carry their TaskManager's registration secret, task
+/// submissions their job's data secret, and the welcome names the jobs whose partitions a
+/// TaskManager keeps.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
@@ -38,12 +43,16 @@ pub enum Role {
     /// A client submitting, listing or cancelling jobs (`conflux submit`, `list`, `cancel`).
     Client,
     /// A registered TaskManager's heartbeat connection: heartbeat requests and answers only, so
-    /// that they never queue behind task messages on the main connection.
+    /// that they never queue behind task messages on the main connection. It is attached only
+    /// when all three match the registration; otherwise it is refused and the TaskManager's
+    /// heartbeat connection stays as it was.
     Heartbeat {
         /// The id the JobManager gave it at registration.
         task_manager: TaskManagerId,
         /// Its process id, as registered.
         pid: u32,
+        /// The secret the JobManager gave it at registration ([`Welcome::registration_secret`]).
+        secret: Secret,
     },
 }
 
@@ -80,9 +89,14 @@ pub struct Welcome {
     /// After this long without a heartbeat request the TaskManager considers its JobManager
     /// lost, ms.
     pub heartbeat_timeout_ms: u64,
-    /// The jobs the JobManager runs: a TaskManager deletes partition files of any other job
-    /// left in its data directory.
-    pub running_jobs: Vec<JobId>,
+    /// A registering TaskManager's secret (`None` for clients): its heartbeat connection must
+    /// present it, so that no other peer can take that connection over.
+    pub registration_secret: Option<Secret>,
+    /// The jobs whose partitions a registering TaskManager keeps: those this JobManager
+    /// recovers (a leader taking over under high availability names them). Every other job's
+    /// partitions, in memory or on disk, are released at registration; without high
+    /// availability the list is empty.
+    pub keep_jobs: Vec<JobId>,
 }
 
 /// A partition named by its intermediate result and partition number.
@@ -209,6 +223,9 @@ pub enum ToTaskManager {
         tdd: Bytes,
         /// What the task runs.
         task: TaskSpec,
+        /// The job's data secret: the TaskManager's data server serves the job's partitions
+        /// only to consumers presenting it, and the task's consumers present it.
+        job_secret: Secret,
     },
     /// Cancel an attempt (Flink's `cancelTask`); unknown attempts are ignored.
     CancelTask(ExecutionAttemptId),
@@ -238,6 +255,10 @@ pub enum TaskState {
         reason: String,
         /// A partition it could not read (Flink's `PartitionNotFoundException`).
         partition_not_found: Option<PartitionRef>,
+        /// The failure would recur on every attempt (an output directory that is not
+        /// writable, a full output disk, a data directory quota its own output exceeds): the
+        /// job fails at once instead of restarting (Flink's non-recoverable error).
+        non_recoverable: bool,
     },
 }
 
@@ -358,6 +379,10 @@ impl From<BatchOptions> for conflux_adaptive::BatchExecutionOptions {
         }
     }
 }
+
+/// The most [`JobOptions::credit`] a job may ask for (and the most credit one data channel
+/// holds): 1,024 buffers of 32 KiB per subpartition.
+pub const MAX_CREDIT: u32 = 1_024;
 
 /// Default of [`JobOptions::credit`]: 4 buffers of 32 KiB per subpartition (Flink's 2
 /// exclusive buffers per channel plus a share of its 8 floating buffers per gate).

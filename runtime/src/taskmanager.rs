@@ -9,6 +9,7 @@
 
 mod data_server;
 mod gate_loader;
+mod registration_log;
 mod task;
 mod wordcount;
 
@@ -33,6 +34,7 @@ use crate::protocol::{
     Hello, Role, TaskManagerRegistration, TaskManagerStats, ToJobManager, ToTaskManager, Welcome,
 };
 use crate::rss::peak_rss_bytes;
+use crate::secret::Secret;
 use crate::shuffle::partitions::ResultPartitionManager;
 use crate::shuffle::quota::DiskQuota;
 use data_server::DataServerLimits;
@@ -91,13 +93,19 @@ impl SessionContext {
     fn peak_rss(&self) -> u64 {
         let mut cached = lock(&self.rss);
         if cached.0.elapsed() > Duration::from_millis(100) || cached.1 == 0 {
-            *cached = (std::time::Instant::now(), peak_rss_bytes());
+            // 0 on the wire: the platform does not tell (reported as unknown).
+            *cached = (std::time::Instant::now(), peak_rss_bytes().unwrap_or(0));
         }
         cached.1
     }
 
     pub(crate) fn send(&self, message: &ToJobManager) {
-        let _ = self.updates.send(encode(message));
+        match encode(message) {
+            Ok(frame) => {
+                let _ = self.updates.send(frame);
+            }
+            Err(e) => tracing::error!("message to the JobManager not sent: {e}"),
+        }
     }
 }
 
@@ -157,54 +165,110 @@ impl TaskManager {
                 pid: std::process::id(),
             }),
         };
-        let timeout = Duration::from_millis(config.connect_timeout_ms);
-        let mut backoff = config.retry_interval_ms.max(1);
-        loop {
-            let attempt = tokio::select! {
-                attempt = connect(&config.jobmanager, &hello, config.max_frame_bytes, timeout) => attempt,
-                () = &mut shutdown => return Ok(()),
-            };
-            match attempt {
-                Ok((conn, welcome)) => {
-                    backoff = config.retry_interval_ms.max(1);
-                    let wordcount = WordCountContext {
-                        shared: Arc::clone(&shared),
-                        partitions: Arc::clone(&partitions),
-                        token: config.token.clone(),
-                    };
-                    let end = session(
-                        conn,
-                        welcome,
-                        &config,
-                        gates.clone(),
-                        Arc::clone(&counters),
-                        wordcount,
-                        shutdown.as_mut(),
-                    )
-                    .await;
-                    match end {
-                        SessionEnd::Disconnected(reason) => {
-                            tracing::info!(jobmanager = %config.jobmanager, "disconnected by the JobManager ({reason}); registering again")
-                        }
-                        SessionEnd::Lost(reason) => {
-                            tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again")
-                        }
-                        SessionEnd::Shutdown => return Ok(()),
+        let result = serve(
+            &config,
+            &hello,
+            shared,
+            Arc::clone(&partitions),
+            gates,
+            counters,
+            shutdown.as_mut(),
+        )
+        .await;
+        // What the TaskManager made in its data directory goes with it.
+        drop(data_server);
+        partitions.release_all();
+        result
+    }
+}
+
+/// Registers (again, with back-off, after every lost session) until `shutdown` completes or the
+/// JobManager refuses for good. Failed attempts are logged once, then every
+/// [`registration_log::REPEAT_INTERVAL`] while they go on.
+async fn serve(
+    config: &TaskManagerConfig,
+    hello: &Hello,
+    shared: Arc<WordCountShared>,
+    partitions: Arc<ResultPartitionManager>,
+    gates: GateLoader,
+    counters: Arc<Counters>,
+    mut shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+) -> Result<(), TaskManagerError> {
+    let timeout = Duration::from_millis(config.connect_timeout_ms);
+    let mut backoff = config.retry_interval_ms.max(1);
+    let max_backoff = config.retry_interval_ms.max(1) * 10;
+    let mut log = registration_log::RegistrationLog::default();
+    loop {
+        let attempt = tokio::select! {
+            attempt = connect(&config.jobmanager, hello, config.max_frame_bytes, timeout) => attempt,
+            () = &mut shutdown => return Ok(()),
+        };
+        match attempt {
+            Ok((conn, welcome)) => {
+                backoff = config.retry_interval_ms.max(1);
+                if let Some((attempts, took)) = log.succeeded(std::time::Instant::now()) {
+                    tracing::info!(
+                        jobmanager = %config.jobmanager,
+                        "registered after {attempts} failed attempts over {} s",
+                        took.as_secs()
+                    );
+                }
+                let wordcount = WordCountContext {
+                    shared: Arc::clone(&shared),
+                    partitions: Arc::clone(&partitions),
+                    token: config.token.clone(),
+                    welcome_timeout: Duration::from_millis(config.connect_timeout_ms.max(1)),
+                };
+                let end = session(
+                    conn,
+                    welcome,
+                    config,
+                    gates.clone(),
+                    Arc::clone(&counters),
+                    wordcount,
+                    shutdown.as_mut(),
+                )
+                .await;
+                match end {
+                    SessionEnd::Disconnected(reason) => {
+                        tracing::info!(jobmanager = %config.jobmanager, "disconnected by the JobManager ({reason}); registering again")
                     }
+                    SessionEnd::Lost(reason) => {
+                        tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again")
+                    }
+                    SessionEnd::Shutdown => return Ok(()),
                 }
-                Err(e @ (RpcError::VersionMismatch { .. } | RpcError::Refused { .. }))
-                    if is_fatal(&e) =>
-                {
-                    return Err(TaskManagerError::Refused(e));
+            }
+            Err(e @ (RpcError::VersionMismatch { .. } | RpcError::Refused { .. }))
+                if is_fatal(&e) =>
+            {
+                return Err(TaskManagerError::Refused(e));
+            }
+            Err(e) => match log.failed(std::time::Instant::now()) {
+                registration_log::Line::First => tracing::warn!(
+                    jobmanager = %config.jobmanager,
+                    "cannot register with the JobManager at {}: {e}; retrying every {} to \
+                     {max_backoff} ms until it answers (repeated every {} s while it fails)",
+                    config.jobmanager,
+                    config.retry_interval_ms.max(1),
+                    registration_log::REPEAT_INTERVAL.as_secs()
+                ),
+                registration_log::Line::Again { attempts, for_secs } => tracing::warn!(
+                    jobmanager = %config.jobmanager,
+                    "still cannot register with the JobManager at {} after {attempts} \
+                     attempts over {for_secs} s: {e}; retrying",
+                    config.jobmanager
+                ),
+                registration_log::Line::Quiet => {
+                    tracing::debug!("registration failed: {e}; retrying in {backoff} ms");
                 }
-                Err(e) => tracing::info!("registration failed: {e}; retrying in {backoff} ms"),
-            }
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_millis(backoff)) => {}
-                () = &mut shutdown => return Ok(()),
-            }
-            backoff = (backoff * 2).min(config.retry_interval_ms.max(1) * 10);
+            },
         }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(backoff)) => {}
+            () = &mut shutdown => return Ok(()),
+        }
+        backoff = (backoff * 2).min(max_backoff);
     }
 }
 
@@ -250,9 +314,14 @@ async fn session(
         Err(e) => return SessionEnd::Lost(format!("blob cache: {e}")),
     };
     tracing::info!(task_manager = %id, jobmanager = %config.jobmanager, "registered");
-    let swept = wordcount.partitions.sweep(&welcome.running_jobs);
-    if swept > 0 {
-        tracing::info!(task_manager = %id, jobs = swept, "deleted the partitions of jobs the JobManager does not run");
+    let Some(secret) = welcome.registration_secret else {
+        return SessionEnd::Lost("the JobManager sent no registration secret".into());
+    };
+    // The partitions of every job this JobManager does not recover (without high
+    // availability: all of them) go, whether an earlier registration's or a dead JobManager's.
+    let released = wordcount.partitions.release_jobs_except(&welcome.keep_jobs);
+    if released > 0 {
+        tracing::info!(task_manager = %id, jobs = released, "released the partitions of jobs the JobManager does not recover");
     }
     let partitions = Arc::clone(&wordcount.partitions);
     let (sink, mut stream) = conn.split();
@@ -286,6 +355,7 @@ async fn session(
     if let Err(e) = spawn_heartbeat_thread(
         config.clone(),
         id,
+        secret,
         Arc::clone(&ctx),
         Arc::clone(&side),
         timeout,
@@ -298,7 +368,7 @@ async fn session(
     let end = loop {
         let next = tokio::select! {
             next = next_frame(&mut stream, peer, frame, "heartbeat or task", timeout) => next,
-            () = side.lost.notified() => break SessionEnd::Lost(side.take_reason()),
+            () = side.lost.notified() => break side.end(),
             () = &mut shutdown => break SessionEnd::Shutdown,
         };
         let body = match next {
@@ -318,11 +388,18 @@ async fn session(
                     seq,
                     stats: ctx.stats(),
                 };
-                if priority_tx.send(encode(&answer)).is_err() {
-                    break SessionEnd::Lost("the connection's writer stopped".into());
+                let sent = encode(&answer).map(|frame| priority_tx.send(frame).is_ok());
+                match sent {
+                    Ok(true) => {}
+                    Ok(false) => break SessionEnd::Lost("the connection's writer stopped".into()),
+                    Err(e) => break SessionEnd::Lost(e.to_string()),
                 }
             }
-            ToTaskManager::SubmitTask { tdd, task } => {
+            ToTaskManager::SubmitTask {
+                tdd,
+                task,
+                job_secret,
+            } => {
                 counters.tasks.fetch_add(1, Ordering::Relaxed);
                 counters
                     .tdd_bytes_received
@@ -348,7 +425,8 @@ async fn session(
                             attempt,
                             refused: None,
                         });
-                        task::spawn(Arc::clone(&ctx), tdd, task);
+                        partitions.job_started(tdd.job_id, job_secret);
+                        task::spawn(Arc::clone(&ctx), tdd, task, job_secret);
                     }
                     // Without a decodable descriptor there is no attempt to name: the
                     // JobManager's acknowledgement timeout fails the task.
@@ -408,11 +486,23 @@ struct HeartbeatSide {
     lost: tokio::sync::Notify,
     /// Why the heartbeat connection ended, set before `lost` is signalled.
     reason: Mutex<Option<String>>,
+    /// Whether it ended with the JobManager's goodbye (`Disconnect`): the session then ends as
+    /// the main connection's `Disconnect` would end it, whichever arrives first.
+    goodbye: std::sync::atomic::AtomicBool,
     /// Signalled when the session ends: the heartbeat thread closes its connection and stops.
     stop: tokio::sync::Notify,
 }
 
 impl HeartbeatSide {
+    /// How the session ends now that the heartbeat connection ended.
+    fn end(&self) -> SessionEnd {
+        if self.goodbye.load(Ordering::Relaxed) {
+            SessionEnd::Disconnected(self.take_reason())
+        } else {
+            SessionEnd::Lost(self.take_reason())
+        }
+    }
+
     fn take_reason(&self) -> String {
         lock(&self.reason)
             .take()
@@ -441,6 +531,7 @@ fn heartbeat_end_reason(e: &RpcError, timeout: Duration) -> String {
 fn spawn_heartbeat_thread(
     config: TaskManagerConfig,
     id: conflux_deploy::TaskManagerId,
+    secret: Secret,
     ctx: Arc<SessionContext>,
     side: Arc<HeartbeatSide>,
     timeout: Duration,
@@ -454,7 +545,7 @@ fn spawn_heartbeat_thread(
             let stopped = Arc::clone(&side);
             runtime.block_on(async move {
                 tokio::select! {
-                    () = heartbeat_connection(config, id, ctx, side, timeout) => {}
+                    () = heartbeat_connection(config, id, secret, ctx, side, timeout) => {}
                     () = stopped.stop.notified() => {}
                 }
             });
@@ -468,6 +559,7 @@ fn spawn_heartbeat_thread(
 async fn heartbeat_connection(
     config: TaskManagerConfig,
     id: conflux_deploy::TaskManagerId,
+    secret: Secret,
     ctx: Arc<SessionContext>,
     side: Arc<HeartbeatSide>,
     timeout: Duration,
@@ -477,6 +569,7 @@ async fn heartbeat_connection(
         role: Role::Heartbeat {
             task_manager: id,
             pid: std::process::id(),
+            secret,
         },
     };
     let connect_timeout = Duration::from_millis(config.connect_timeout_ms);
@@ -508,9 +601,17 @@ async fn heartbeat_connection(
                     seq,
                     stats: ctx.stats(),
                 };
-                if let Err(e) = conn.send(encode(&answer)).await {
+                let frame = match encode(&answer) {
+                    Ok(frame) => frame,
+                    Err(e) => break format!("heartbeat connection: {e}"),
+                };
+                if let Err(e) = conn.send(frame).await {
                     break format!("heartbeat connection: {e}");
                 }
+            }
+            Ok(ToTaskManager::Disconnect(reason)) => {
+                side.goodbye.store(true, Ordering::Relaxed);
+                break reason;
             }
             Ok(other) => break format!("{other:?} on the heartbeat connection"),
             Err(e) => break heartbeat_end_reason(&e, timeout),

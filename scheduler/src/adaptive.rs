@@ -12,7 +12,10 @@
 //! topology, the slot pool and every per-vertex, per-partition, per-group and per-region array
 //! grow at their end (append-only: no index changes, nothing is rebuilt), and the new regions
 //! are scheduling candidates at once. Several vertices may be initialised in one call (a fixed
-//! vertex or a source right behind). A graph built whole never gets here: its scheduler has no
+//! vertex or a source right behind). Vertices joined by FORWARD edges form forward groups: the
+//! first undecided member decided sets the parallelism of every later one (Flink 1.20's
+//! `ForwardGroup`; a group with a fixed member was given its parallelism when the job graph was
+//! validated). A graph built whole never gets here: its scheduler has no
 //! adaptive state, and the only cost on its path is one `Option` check per finished task.
 
 use std::sync::Arc;
@@ -24,6 +27,7 @@ use conflux_adaptive::{
 };
 use conflux_deploy::{ExecutionAttemptId, ExecutionState};
 use conflux_graph::dynamic::first_dynamic_vertex;
+use conflux_graph::forward_group::ForwardGroups;
 use conflux_graph::{
     index_u32, ConsumedPartitionGroupId, DistributionPattern, ExecutionGraph, ExecutionVertexIndex,
     GraphError, IntermediateDataSetIndex, IntermediateResultPartitionId, JobGraph, JobVertexIndex,
@@ -92,6 +96,11 @@ pub(crate) struct AdaptiveState {
     decision_of: Vec<Option<usize>>,
     /// The bytes of the finish being handled: (attempt, per produced data set).
     pending_bytes: Option<(ExecutionAttemptId, Vec<Vec<u64>>)>,
+    /// The job's forward groups (vertices joined by FORWARD edges).
+    forward: ForwardGroups,
+    /// Per forward group, its parallelism once its first undecided member was decided (groups
+    /// with a fixed member were given it when the job graph was validated).
+    group_parallelism: Vec<Option<u32>>,
 }
 
 /// A vertex's own max parallelism as the decider sees it: an undecided vertex without an
@@ -134,6 +143,8 @@ impl Scheduler {
         options.validate()?;
         let first_dynamic = first_dynamic_vertex(&job)?;
         let prefix = first_dynamic.map_or(job.vertices().len(), JobVertexIndex::idx);
+        let forward = ForwardGroups::compute(&job);
+        let mut group_parallelism = vec![None; forward.len()];
         let mut decisions = Vec::new();
         let parallelisms: Vec<u32> = (0..prefix)
             .map(|j| {
@@ -142,8 +153,15 @@ impl Scheduler {
                 if !v.undecided {
                     return v.parallelism;
                 }
-                // Only sources are undecided before the dynamic suffix.
-                let parallelism = options.source_parallelism(vertex_max(&job, j, &options));
+                // Only sources are undecided before the dynamic suffix; one in a forward group
+                // another source decided already takes that group's parallelism.
+                let group = forward.group_of(j);
+                let parallelism = group
+                    .and_then(|g| group_parallelism[g.0 as usize])
+                    .unwrap_or_else(|| options.source_parallelism(vertex_max(&job, j, &options)));
+                if let Some(g) = group {
+                    group_parallelism[g.0 as usize] = Some(parallelism);
+                }
                 decisions.push(VertexDecision {
                     job_vertex: j,
                     parallelism,
@@ -172,6 +190,8 @@ impl Scheduler {
             decisions,
             decision_of,
             pending_bytes: None,
+            forward,
+            group_parallelism,
         };
         for j in 0..prefix {
             state.track_results_of(&scheduler.graph, JobVertexIndex(index_u32(j)));
@@ -345,6 +365,7 @@ impl Scheduler {
                 .grow(decision.parallelism)
                 .map_err(|e| format!("bug: growing the execution graph: {e}"))?;
             new_regions.extend(regions);
+            state.group_decided(j, decision.parallelism);
             state.track_results_of(&self.graph, j);
             state.decision_of[j.idx()] = Some(state.decisions.len());
             state.decisions.push(decision);
@@ -455,6 +476,22 @@ impl Scheduler {
 }
 
 impl AdaptiveState {
+    /// The parallelism `j`'s forward group was decided at, if `j` is in a group whose first
+    /// member was decided (Flink 1.20's `AdaptiveBatchScheduler` gives it to every later
+    /// member, whatever their inputs' bytes).
+    fn group_parallelism_of(&self, j: JobVertexIndex) -> Option<u32> {
+        let g = self.forward.group_of(j)?;
+        self.group_parallelism[g.0 as usize]
+    }
+
+    /// `j` was initialised with `parallelism`: the first member of a forward group decides the
+    /// group's.
+    fn group_decided(&mut self, j: JobVertexIndex, parallelism: u32) {
+        if let Some(g) = self.forward.group_of(j) {
+            self.group_parallelism[g.0 as usize].get_or_insert(parallelism);
+        }
+    }
+
     /// Starts summing the bytes of the data sets `j` (just initialised) produces that a
     /// run-time decision reads: those consumed by a vertex of the dynamic suffix.
     fn track_results_of(&mut self, graph: &ExecutionGraph, j: JobVertexIndex) {
@@ -523,10 +560,16 @@ impl AdaptiveState {
         }
         let v = job.vertex(j);
         let max = vertex_max(job, j, &self.options);
-        let vertex = if v.undecided {
-            VertexToDecide::undecided(max)
+        // An undecided member of a decided forward group gets the group's parallelism.
+        let from_group = if v.undecided {
+            self.group_parallelism_of(j)
         } else {
-            VertexToDecide::fixed(v.parallelism, max)
+            None
+        };
+        let vertex = match (v.undecided, from_group) {
+            (true, None) => VertexToDecide::undecided(max),
+            (true, Some(p)) => VertexToDecide::fixed(p, max),
+            (false, _) => VertexToDecide::fixed(v.parallelism, max),
         };
         Some(
             decide_parallelism_and_input_infos(&self.options, &vertex, &inputs).map(|mut d| {
@@ -534,7 +577,7 @@ impl AdaptiveState {
                 // subpartition through several subtasks (its decided parallelism grows by the
                 // extra pieces, within its max parallelism).
                 let mut split_subpartitions = Vec::new();
-                if v.undecided && v.skew_splittable && inputs.len() == 1 {
+                if v.undecided && from_group.is_none() && v.skew_splittable && inputs.len() == 1 {
                     if let Some(split) = split_skewed_subpartitions(&inputs[0], d.parallelism, max)
                     {
                         d.parallelism = split.parallelism;

@@ -8,7 +8,7 @@ use conflux_graph::{
 };
 
 use crate::failover_strategy::FailoverStrategy;
-use crate::restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
+use crate::restart_backoff::RestartStrategy;
 use crate::speculative::SpeculativeExecutionOptions;
 
 /// Flink's `slot.request.timeout` default: 5 minutes.
@@ -29,8 +29,15 @@ pub const DEFAULT_WORK_BUDGET: u32 = 1 << 17;
 pub struct SchedulerConfig {
     /// Region (default) or full restarts.
     pub failover: FailoverStrategy,
-    /// Back-off and limit of restarts.
+    /// Back-off and limit of restarts. Default: none, Flink 1.20's default for a job without
+    /// checkpointing (every job here); [`RestartStrategyOptions::load`] builds one from Flink's
+    /// options.
+    ///
+    /// [`RestartStrategyOptions::load`]: crate::RestartStrategyOptions::load
     pub restart: RestartStrategy,
+    /// Seed of the scheduler's random draws: the exponential-delay strategy's jitter (the same
+    /// seed, the same delays).
+    pub seed: u64,
     /// How long a slot request may wait before the job fails, ms.
     pub slot_request_timeout_ms: u64,
     /// Release consumed partitions while the job runs (Flink's
@@ -68,7 +75,8 @@ impl Default for SchedulerConfig {
     fn default() -> Self {
         SchedulerConfig {
             failover: FailoverStrategy::Region,
-            restart: RestartStrategy::exponential_default(FLINK_MAX_ATTEMPTS),
+            restart: RestartStrategy::None,
+            seed: 0,
             slot_request_timeout_ms: DEFAULT_SLOT_REQUEST_TIMEOUT_MS,
             release_partitions_during_execution: true,
             work_budget: DEFAULT_WORK_BUDGET,
@@ -127,6 +135,11 @@ pub enum FailureCause {
     PartitionNotFound(IntermediateResultPartitionId),
     /// Its TaskManager was lost.
     TaskManagerLost,
+    /// The failure will recur on every attempt (an output directory that is not writable, a
+    /// disk quota the task's own output exceeds): the job fails at once, whatever the restart
+    /// strategy allows, as Flink fails a job on a `SuppressRestartsException` (its
+    /// `ThrowableType.NonRecoverableError`).
+    NonRecoverable,
 }
 
 /// What happened, as the runtime (or simulator) reports it.

@@ -4,30 +4,101 @@
 //! A failure asks the failover strategy for the restart set (after Flink's filter of CREATED
 //! vertices) and the back-off for a delay; the set is cancelled at once, and reset and
 //! rescheduled when the delay is due. A lost TaskManager fails every task on it and makes the
-//! partitions it stored unavailable.
+//! partitions it stored unavailable. A failure the restart strategy does not allow fails the job
+//! ("Recovery is suppressed by ..."); so does a failure of one attempt of a vertex whose other
+//! attempt runs on (speculative execution), which otherwise restarts nothing.
 
 use conflux_deploy::{ExecutionAttemptId, ExecutionState, TaskManagerId};
 use conflux_graph::{
     ConsumedPartitionGroupId, ExecutionVertexIndex, IntermediateResultPartitionId,
 };
 
-use crate::api::{Command, JobStatus, SchedulerError};
+use crate::api::{Command, FailureCause, JobStatus, SchedulerError};
 use crate::continuation::{cost, Budget, ResetRun, ScheduleRun};
 use crate::failover_strategy::{tasks_to_restart, PartitionAvailability};
-use crate::restart_backoff::PendingRestart;
+use crate::restart_backoff::{PendingRestart, RestartDecision};
 use crate::scheduler::Scheduler;
 use crate::scheduling_strategy::sort_unless_ascending;
 
+/// Why a task failed, as failure handling sees it: a cause the runtime reported, or a slot
+/// request that timed out (Flink fails the bulk's tasks with `NoResourceAvailableException`).
+#[derive(Clone, Debug)]
+pub(crate) enum TaskFailure {
+    /// Reported by the runtime (or a lost TaskManager).
+    Reported(FailureCause),
+    /// The region's slot request could not be served within `slot.request.timeout`; why.
+    NoResourceAvailable(String),
+}
+
+impl TaskFailure {
+    /// The partition a partition-not-found failure names.
+    pub(crate) fn partition(&self) -> Option<IntermediateResultPartitionId> {
+        match self {
+            TaskFailure::Reported(FailureCause::PartitionNotFound(p)) => Some(*p),
+            _ => None,
+        }
+    }
+}
+
 impl Scheduler {
-    /// `v` failed (`failed_partition`: the partition its cause names). A FINISHED vertex
-    /// "fails" when its results are lost (its TaskManager is gone).
+    /// What a failure was, for the job's failure reason.
+    fn describe(&self, failure: &TaskFailure) -> String {
+        match failure {
+            TaskFailure::Reported(FailureCause::Task) => "task failure".to_owned(),
+            TaskFailure::Reported(FailureCause::TaskManagerLost) => {
+                "its TaskManager was lost".to_owned()
+            }
+            TaskFailure::Reported(FailureCause::PartitionNotFound(p)) => format!(
+                "PartitionNotFoundException: {}",
+                conflux_deploy::partition_name(&self.graph, *p)
+            ),
+            // Fails the job before failure handling (never restarted); named for completeness.
+            TaskFailure::Reported(FailureCause::NonRecoverable) => {
+                "non-recoverable failure".to_owned()
+            }
+            TaskFailure::NoResourceAvailable(why) => format!("NoResourceAvailableException: {why}"),
+        }
+    }
+
+    /// Records a failure of `v` with the restart strategy (Flink's `recordTaskFailure`): the
+    /// decision when it may restart, or `None` after failing the job with Flink's "Recovery is
+    /// suppressed by ..." reason.
+    pub(crate) fn record_failure(
+        &mut self,
+        v: ExecutionVertexIndex,
+        failure: &TaskFailure,
+        now_ms: u64,
+    ) -> Option<RestartDecision> {
+        let decision = self.backoff.on_failure(now_ms);
+        if decision.is_none() {
+            let reason = format!(
+                "Recovery is suppressed by the restart strategy {} ({} restart(s) so far): {} failed: {}",
+                self.backoff.strategy(),
+                self.backoff.restarts(),
+                self.graph.execution_vertex_name(v),
+                self.describe(failure)
+            );
+            self.terminate(JobStatus::Failed, Some(reason));
+        }
+        decision
+    }
+}
+
+impl Scheduler {
+    /// `v` failed. A FINISHED vertex "fails" when its results are lost (its TaskManager is
+    /// gone). When another attempt of `v` runs on (speculative execution) and the cause is not a
+    /// missing partition, that attempt takes over and the failure only counts with the restart
+    /// strategy (Flink's `handleLocalExecutionAttemptFailure`: a strategy that allows no more
+    /// restarts fails the job).
     pub(crate) fn vertex_failed(
         &mut self,
         v: ExecutionVertexIndex,
-        failed_partition: Option<IntermediateResultPartitionId>,
+        failure: &TaskFailure,
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
+        let failed_partition = failure.partition();
         if self.speculative_take_over(v, failed_partition) {
+            self.record_failure(v, failure, now_ms);
             return Ok(());
         }
         if self.state[v] == ExecutionState::Finished {
@@ -54,15 +125,8 @@ impl Scheduler {
             .filter(|&x| self.state[x] != ExecutionState::Created)
             .collect()
         };
-        match self.backoff.on_failure(now_ms) {
-            None => {
-                let reason = format!(
-                    "{} failed and the restart strategy allows no more restarts ({} so far)",
-                    self.graph.execution_vertex_name(v),
-                    self.backoff.restarts()
-                );
-                self.terminate(JobStatus::Failed, Some(reason));
-            }
+        match self.record_failure(v, failure, now_ms) {
+            None => {}
             Some(decision) => {
                 let delay = decision.delay_ms;
                 self.out.push(Command::Restart(restart.clone()));
@@ -79,6 +143,25 @@ impl Scheduler {
             }
         }
         Ok(())
+    }
+
+    /// `attempt` failed in a way every attempt would (Flink's non-recoverable error, a
+    /// `SuppressRestartsException`): the job fails at once, without asking the restart
+    /// strategy, and its remaining tasks are cancelled. O(N) (the job's end).
+    pub(crate) fn non_recoverable_failure(&mut self, attempt: ExecutionAttemptId) {
+        let v = ExecutionVertexIndex(attempt.vertex);
+        if self.is_current(attempt) {
+            self.state[v] = ExecutionState::Failed;
+            self.release_slot(v);
+            self.cancel_request(v);
+        }
+        let reason = format!(
+            "{} failed with a non-recoverable error: every attempt would fail the same way, so \
+             the job fails without a restart ({} restarts before)",
+            self.graph.execution_vertex_name(v),
+            self.backoff.restarts()
+        );
+        self.terminate(JobStatus::Failed, Some(reason));
     }
 
     /// An explicit restart of whole regions: cancel, reset and reschedule at once.
@@ -271,7 +354,7 @@ impl Scheduler {
         now_ms: u64,
     ) -> Result<(), SchedulerError> {
         self.slots.remove_task_manager(tm);
-        self.speculative_task_manager_lost(tm);
+        self.speculative_task_manager_lost(tm, now_ms);
         let mut failed = Vec::new();
         for v in self.state.indices() {
             if self.location_of(v).is_none_or(|l| l.id != tm) {
@@ -296,7 +379,8 @@ impl Scheduler {
                 && self.state[v] != ExecutionState::Created
             {
                 self.allocation[v] = None;
-                self.vertex_failed(v, None, now_ms)?;
+                let lost = TaskFailure::Reported(FailureCause::TaskManagerLost);
+                self.vertex_failed(v, &lost, now_ms)?;
             }
         }
         Ok(())

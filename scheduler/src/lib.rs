@@ -10,7 +10,8 @@
 //!
 //! The modules follow Flink's components: [`api`] (events, commands, settings, errors), the
 //! scheduler's state and dispatch, the scheduling strategy, the slot pool, partition release,
-//! failure handling over the failover strategy and the restart back-off, speculative execution
+//! failure handling over the failover strategy and the restart back-off (with the restart
+//! strategy chosen from Flink's options), speculative execution
 //! of slow tasks in batch jobs (Flink's `SpeculativeScheduler`; off by default), and the trace
 //! digest.
 
@@ -20,8 +21,10 @@ mod continuation;
 mod failover_strategy;
 mod failure_handling;
 mod input_info_store;
+mod memory_estimate;
 mod partition_release;
 mod restart_backoff;
+mod restart_options;
 mod scheduler;
 mod scheduling_strategy;
 mod slot_assignment;
@@ -35,6 +38,10 @@ pub use api::{
     DEFAULT_SLOT_REQUEST_TIMEOUT_MS, DEFAULT_WORK_BUDGET,
 };
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
+pub use memory_estimate::JobMemoryEstimate;
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
+pub use restart_options::{
+    RestartOption, RestartOptionsError, RestartStrategyOptions, RestartStrategyType,
+};
 pub use scheduler::Scheduler;
 pub use speculative::{SpeculativeExecutionOptions, SpeculativeOptionsError, SpeculativeStats};

@@ -24,6 +24,7 @@ use conflux_graph::{
 use crate::adaptive::AdaptiveState;
 use crate::api::{Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError};
 use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
+use crate::failure_handling::TaskFailure;
 use crate::restart_backoff::{PendingRestart, RestartBackoff};
 use crate::scheduling_strategy::topology::SchedulingTopology;
 use crate::slot_pool::{SlotPool, NO_REQUEST};
@@ -186,7 +187,7 @@ impl Scheduler {
             config,
             status: JobStatus::Created,
             failure_reason: None,
-            backoff: RestartBackoff::new(config.restart),
+            backoff: RestartBackoff::new(config.restart, config.seed),
             state: IndexVec::from_elem(ExecutionState::Created, n),
             attempt: IndexVec::from_elem(0, n),
             allocation: IndexVec::from_elem(None, n),
@@ -312,6 +313,13 @@ impl Scheduler {
         [restart, slot, owed].into_iter().flatten().min()
     }
 
+    /// When the earliest restart waiting for its back-off delay falls due, virtual ms (`None`:
+    /// none waits). A replay that wants restarts done before its next event sends
+    /// [`Event::Tick`] then; [`next_timer`](Self::next_timer) covers every timer.
+    pub fn next_restart_due(&self) -> Option<u64> {
+        self.pending_restarts.iter().map(|p| p.due_ms).min()
+    }
+
     /// Heap bytes of the scheduler's own flat arrays, O(N + partitions + groups + regions),
     /// the slot pool's shared slots included (graph and regions excluded; so are the slot pool's
     /// free slots and locations, which grow with the TaskManagers, not with the graph).
@@ -412,6 +420,14 @@ impl Scheduler {
                     self.speculative_attempt_finished(a, now_ms)?;
                 }
             }
+            Event::TaskFailed(a, FailureCause::NonRecoverable)
+                if self.status == JobStatus::Running
+                    && ((self.is_current(a)
+                        && !self.state[ExecutionVertexIndex(a.vertex)].is_terminal())
+                        || self.is_speculative_attempt(a)) =>
+            {
+                self.non_recoverable_failure(a);
+            }
             Event::TaskFailed(a, cause) => {
                 // An attempt already failed or cancelled is being restarted: a second report of
                 // it is stale.
@@ -423,11 +439,7 @@ impl Scheduler {
                         ExecutionState::Failed | ExecutionState::Canceled
                     )
                 {
-                    let failed_partition = match cause {
-                        FailureCause::PartitionNotFound(p) => Some(p),
-                        _ => None,
-                    };
-                    self.vertex_failed(v, failed_partition, now_ms)?;
+                    self.vertex_failed(v, &TaskFailure::Reported(cause), now_ms)?;
                 } else if self.status == JobStatus::Running && self.is_speculative_attempt(a) {
                     self.speculative_attempt_failed(a, cause, now_ms)?;
                 }
@@ -558,13 +570,19 @@ impl Scheduler {
         self.out.push(Command::JobStatus { status, reason });
     }
 
-    /// Due slot request checks may fail the job; due restarts reset and reschedule their
-    /// vertices.
+    /// Due slot request checks fail the tasks of requests that timed out, through failover and
+    /// the restart strategy (Flink's `NoResourceAvailableException`); due restarts reset and
+    /// reschedule their vertices.
     fn fire_timers(&mut self, now_ms: u64) -> Result<(), SchedulerError> {
         if self.status == JobStatus::Running {
-            if let Some(reason) = self.check_slot_requests(now_ms) {
-                self.terminate(JobStatus::Failed, Some(reason));
-                return Ok(());
+            for (region, why) in self.check_slot_requests(now_ms) {
+                // An earlier timeout's failover may have restarted this region already.
+                if self.status != JobStatus::Running {
+                    break;
+                }
+                if let Some(v) = self.timed_out_member(region) {
+                    self.vertex_failed(v, &TaskFailure::NoResourceAvailable(why), now_ms)?;
+                }
             }
         }
         self.fire_due_restarts(now_ms)

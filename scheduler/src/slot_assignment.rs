@@ -32,10 +32,16 @@ impl Scheduler {
         });
     }
 
-    /// Runs the bulk checks due at `now_ms`. Returns why the job must fail when a request has
-    /// been unfulfillable for `slot.request.timeout`.
-    pub(crate) fn check_slot_requests(&mut self, now_ms: u64) -> Option<String> {
+    /// Runs the bulk checks due at `now_ms`. Returns the regions whose request has been
+    /// unfulfillable for `slot.request.timeout`, each with why (Flink's
+    /// `PhysicalSlotRequestBulkCheckerImpl` cancels such a bulk, failing its tasks with
+    /// `NoResourceAvailableException`); their checks end.
+    pub(crate) fn check_slot_requests(
+        &mut self,
+        now_ms: u64,
+    ) -> Vec<(PipelinedRegionIndex, String)> {
         let timeout = self.config.slot_request_timeout_ms;
+        let mut timed_out = Vec::new();
         while let Some(mut check) = self.slots.pop_due_check(now_ms) {
             let r = check.region;
             if check.request != self.request_epoch[r]
@@ -57,18 +63,37 @@ impl Scheduler {
             } else {
                 let since = *check.unfulfillable_since.get_or_insert(now_ms);
                 if since.saturating_add(timeout) <= now_ms {
-                    return Some(format!(
-                        "could not acquire a slot within {timeout} ms: region {} needs {pending} more slot(s) and at most {reusable} can ever be free for it ({} TaskManager(s) with {} slot(s) in all)",
-                        r.0,
-                        self.slots.task_manager_count(),
-                        self.slots.total_slots()
+                    timed_out.push((
+                        r,
+                        format!(
+                            "could not acquire a slot within {timeout} ms: region {} needs {pending} more slot(s) and at most {reusable} can ever be free for it ({} TaskManager(s) with {} slot(s) in all)",
+                            r.0,
+                            self.slots.task_manager_count(),
+                            self.slots.total_slots()
+                        ),
                     ));
+                    continue;
                 }
             }
             check.due_ms = now_ms.saturating_add(timeout);
             self.slots.push_check(check);
         }
-        None
+        timed_out
+    }
+
+    /// The member of a timed-out region whose failure stands for the bulk's: the first one still
+    /// waiting in the request (Flink fails every task of the bulk; the first failure's failover
+    /// restarts the region and cancels the others, whose failures are then stale).
+    pub(crate) fn timed_out_member(
+        &self,
+        region: PipelinedRegionIndex,
+    ) -> Option<ExecutionVertexIndex> {
+        if self.missing_slots[region] == NO_REQUEST {
+            return None;
+        }
+        self.regions
+            .members(region)
+            .find(|&v| self.state[v] == ExecutionState::Scheduled)
     }
 
     /// The physical slots a region's open request still waits for and those it holds, each

@@ -352,6 +352,24 @@ impl SlotPool {
             .filter(|s| s.present)
     }
 
+    /// At most the heap bytes one waiting shared slot takes in the request maps: its entry in
+    /// `shared` (hash table slot and control byte, at a load of 7/8, doubled for the table's
+    /// growth), its `waiting` list (one vertex at the list's first capacity of 4) and its place
+    /// in `queue` (doubled for growth). When no slot is free, every subtask of the scheduled
+    /// regions waits: N of them at `Start` for a job of source regions only.
+    pub(crate) const fn waiting_slot_bytes_bound() -> usize {
+        use std::mem::size_of;
+        2 * (size_of::<(SharingKey, SharedSlot)>() + 1) * 8 / 7
+            + 4 * size_of::<ExecutionVertexIndex>()
+            + 2 * size_of::<SharingKey>()
+    }
+
+    /// At most the heap bytes one open region request's timeout check takes (doubled for the
+    /// queue's growth).
+    pub(crate) const fn bulk_check_bytes_bound() -> usize {
+        2 * std::mem::size_of::<BulkCheck>()
+    }
+
     /// Requests the shared slot of `v`: its physical slot when the sharing group instance
     /// already holds one (one more user), else `v` waits and the instance is queued.
     pub(crate) fn request(
@@ -559,21 +577,12 @@ impl SlotPool {
         }
     }
 
-    /// Takes the lowest free slot (of a TaskManager that is not blocked) that `allowed` accepts,
-    /// for a speculative attempt; `None` when there is none. The slot is shared with nobody;
-    /// [`return_slot`](Self::return_slot) gives it back. O(free slots refused).
-    pub(crate) fn take_free_slot(
-        &mut self,
-        allowed: impl Fn(TaskManagerId) -> bool,
-    ) -> Option<AllocationId> {
-        let spread = self.spread;
-        let key = self
-            .free
-            .iter()
-            .find(|&&(a, b)| allowed(TaskManagerId(if spread { b } else { a })))
-            .copied()?;
-        self.free.remove(&key);
-        let (tm, slot) = if spread { (key.1, key.0) } else { key };
+    /// Takes the lowest free slot (of a TaskManager that is not blocked), for a speculative
+    /// attempt; `None` when there is none. The slot is shared with nobody;
+    /// [`return_slot`](Self::return_slot) gives it back. O(log free slots).
+    pub(crate) fn take_free_slot(&mut self) -> Option<AllocationId> {
+        let key = self.free.pop_first()?;
+        let (tm, slot) = if self.spread { (key.1, key.0) } else { key };
         Some(AllocationId {
             task_manager: TaskManagerId(tm),
             slot,

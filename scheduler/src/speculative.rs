@@ -4,14 +4,17 @@
 //! On each [`Event::CheckSlowTasks`](crate::Event::CheckSlowTasks) the detector
 //! (`speculative/detector.rs`) finds the slow attempts; the TaskManagers they run on are
 //! blocked for `block-slow-node-duration` (`speculative/blocklist.rs`: no new slots from them,
-//! for any task), and each slow execution vertex gets speculative attempts up to
-//! `max-concurrent-executions`, each in a free slot of its own on a TaskManager that is not
-//! blocked and runs no attempt of that vertex. The first attempt of a vertex to finish wins: it
+//! for any task; with a duration of 0 nothing is blocked), and each slow execution vertex gets
+//! speculative attempts up to `max-concurrent-executions`, each in a free slot of its own on a
+//! TaskManager that is not blocked, as Flink's slot allocation serves them: the TaskManager of
+//! the slow attempt itself when it is not blocked and has the first free slot. The first
+//! attempt of a vertex to finish wins: it
 //! becomes the vertex's current attempt, so consumers' descriptors name its partitions and its
 //! TaskManager, and every other attempt is cancelled. An attempt that fails while another
 //! attempt of its vertex still runs does not fail the vertex (if it was the current one, the
-//! oldest speculative attempt takes its place); only a partition-not-found failure, or the
-//! failure of the last running attempt, goes to failover, as in Flink.
+//! oldest speculative attempt takes its place) but counts with the restart strategy, which may
+//! fail the job; only a partition-not-found failure, or the failure of the last running
+//! attempt, goes to failover, as in Flink.
 //!
 //! Differences from Flink, each for a reason:
 //! - Only vertices whose pipelined region is the vertex alone speculate (Flink speculates only
@@ -43,6 +46,7 @@ use conflux_graph::{ExecutionVertexIndex, IndexVec, IntermediateResultPartitionI
 pub use options::{SpeculativeExecutionOptions, SpeculativeOptionsError};
 
 use crate::api::{Command, FailureCause, JobStatus, SchedulerError};
+use crate::failure_handling::TaskFailure;
 use crate::scheduler::Scheduler;
 use blocklist::Blocklist;
 
@@ -294,20 +298,13 @@ impl Scheduler {
             let running = s.attempts.get(&v).map_or(0, Vec::len) + 1;
             let wanted = (options.max_concurrent_executions as usize).saturating_sub(running);
             for _ in 0..wanted {
-                // Another TaskManager than every attempt of the vertex.
-                let mut busy: Vec<TaskManagerId> =
-                    self.location_of(v).map(|l| l.id).into_iter().collect();
                 let Some(s) = self.speculative.as_mut() else {
                     return;
                 };
-                busy.extend(
-                    s.attempts
-                        .get(&v)
-                        .into_iter()
-                        .flatten()
-                        .map(|x| x.location.id),
-                );
-                let Some(allocation) = self.slots.take_free_slot(|tm| !busy.contains(&tm)) else {
+                // Any free slot, as Flink's allocator gives one: only the blocklist keeps the
+                // attempt off a slow node (with a block duration of 0, the slow task's own
+                // TaskManager may serve it).
+                let Some(allocation) = self.slots.take_free_slot() else {
                     break;
                 };
                 let Some(location) = self.slots.location(allocation.task_manager) else {
@@ -471,7 +468,9 @@ impl Scheduler {
 
     /// A speculative attempt failed. A missing partition fails the vertex (Flink: a
     /// `PartitionException` always goes to failover; its current attempt is cancelled first);
-    /// otherwise the current attempt carries on.
+    /// otherwise the current attempt carries on and the failure counts with the restart strategy
+    /// (Flink's `handleLocalExecutionAttemptFailure`: one that allows no more restarts fails the
+    /// job).
     pub(crate) fn speculative_attempt_failed(
         &mut self,
         a: ExecutionAttemptId,
@@ -486,7 +485,7 @@ impl Scheduler {
         if let Some(s) = self.speculative.as_mut() {
             s.stats.failed += 1;
         }
-        if let FailureCause::PartitionNotFound(p) = cause {
+        if let FailureCause::PartitionNotFound(_) = cause {
             if is_running(self.state[v]) {
                 self.out.push(Command::Cancel(self.attempt(v)));
                 // A former speculative attempt is cancelled here, not failed: its slot goes
@@ -501,25 +500,36 @@ impl Scheduler {
                     self.state[v] = state;
                 }
             }
-            return self.vertex_failed(v, Some(p), now_ms);
+            return self.vertex_failed(v, &TaskFailure::Reported(cause), now_ms);
         }
+        self.record_failure(v, &TaskFailure::Reported(cause), now_ms);
         Ok(())
     }
 
     /// A TaskManager is gone: the speculative attempts on it fail (their vertices' current
-    /// attempts carry on) and its block ends.
-    pub(crate) fn speculative_task_manager_lost(&mut self, tm: TaskManagerId) {
+    /// attempts carry on; each failure counts with the restart strategy, which may fail the
+    /// job) and its block ends.
+    pub(crate) fn speculative_task_manager_lost(&mut self, tm: TaskManagerId, now_ms: u64) {
         let Some(s) = self.speculative.as_mut() else {
             return;
         };
         s.blocklist.remove(tm);
-        s.attempts.retain(|_, attempts| {
+        let mut failed = Vec::new();
+        s.attempts.retain(|&v, attempts| {
             let before = attempts.len();
             attempts.retain(|x| x.location.id != tm);
-            s.stats.failed += (before - attempts.len()) as u64;
+            let lost = before - attempts.len();
+            s.stats.failed += lost as u64;
+            failed.extend(std::iter::repeat_n(v, lost));
             !attempts.is_empty()
         });
         self.slots.set_blocked(tm, false);
+        let lost = TaskFailure::Reported(FailureCause::TaskManagerLost);
+        for v in failed {
+            if self.status == JobStatus::Running {
+                self.record_failure(v, &lost, now_ms);
+            }
+        }
     }
 
     /// `v` is reset for a new attempt: its number continues above every speculative attempt's,

@@ -61,6 +61,7 @@ impl TraceDigest {
                     FailureCause::PartitionNotFound(p) => {
                         2 + u64::from(graph.partition_index(*p).0)
                     }
+                    FailureCause::NonRecoverable => u64::MAX,
                 },
             ),
             Event::PartitionsLost(ps) => (7, ps.len() as u64, 0),

@@ -1,125 +1,95 @@
-//! What an adaptive batch run decided, for `conflux run`'s report.
+//! What an adaptive batch run decided, as the report's adaptive keys
+//! ([`conflux_report::AdaptiveReport`]): collected from the scheduler's decisions here, for
+//! `conflux run` and for the runtime's JobManager alike.
 
+use std::collections::BTreeMap;
+
+use conflux_report::{BytesPerTask, SkewSplit, SkewedSubpartition, SkewedSubpartitions};
 use conflux_scheduler::Scheduler;
 
 use crate::produced_bytes::ProducedBytes;
 
-/// Bytes read per subtask of one job vertex.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BytesPerTask {
-    /// The fewest bytes a subtask read.
-    pub min: u64,
-    /// The median (the lower middle for an even count).
-    pub median: u64,
-    /// The most.
-    pub max: u64,
-}
-
-/// A subpartition far above its input's average bytes per subtask (see
-/// [`conflux_adaptive::SKEW_FACTOR`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SkewedSubpartitionReport {
-    /// The consuming job vertex.
-    pub vertex: String,
-    /// The producing job vertex of the input.
-    pub producer: String,
-    /// The subpartition index.
-    pub subpartition: u32,
-    /// Its bytes, summed over producers.
-    pub bytes: u64,
-    /// The input's bytes per consumer subtask.
-    pub average_bytes_per_task: u64,
-}
-
-/// A subpartition read by several subtasks (a `skew_splittable` consumer).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SkewSplitReport {
-    /// The consuming job vertex.
-    pub vertex: String,
-    /// The subpartition index.
-    pub subpartition: u32,
-    /// Its bytes, summed over producers.
-    pub bytes: u64,
-    /// The subtasks reading it, each a range of producer partitions.
-    pub pieces: u32,
-}
-
-/// What the run decided (job vertices in the order they were decided).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What the run decided.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct AdaptiveReport {
     /// Execution vertices of the grown graph at the end.
     pub execution_vertices: u32,
-    /// Job vertex id -> parallelism, for every vertex the job graph left undecided (`-1`).
-    pub decided_parallelism: Vec<(String, u32)>,
-    /// Job vertex id -> bytes read per subtask, for every initialised job vertex.
-    pub bytes_per_task: Vec<(String, BytesPerTask)>,
-    /// Every skewed subpartition found by a decision, largest first.
-    pub skewed_subpartitions: Vec<SkewedSubpartitionReport>,
-    /// Every subpartition split across subtasks, by vertex then subpartition.
-    pub skew_splits: Vec<SkewSplitReport>,
+    /// The report's adaptive keys (bytes per task of every initialised job vertex, from the
+    /// seeded byte model).
+    pub keys: conflux_report::AdaptiveReport,
 }
 
 impl AdaptiveReport {
-    /// Collects the report from the scheduler at the end of a run. O(N log N) for the medians.
+    /// Collects the report from the scheduler at the end of a simulated run. O(N log N) for the
+    /// medians.
     pub(crate) fn collect(scheduler: &Scheduler, bytes: &ProducedBytes) -> AdaptiveReport {
         let graph = scheduler.graph();
         let job = graph.job_graph();
-        let decided_parallelism = scheduler
-            .decisions()
-            .iter()
-            .filter(|d| d.undecided)
-            .map(|d| (job.vertex_id(d.job_vertex).to_owned(), d.parallelism))
-            .collect();
-        let mut bytes_per_task = Vec::new();
+        let mut bytes_per_task = BTreeMap::new();
         for j in job.vertex_indices() {
             let p = graph.parallelism_of(j);
-            if p == 0 {
-                continue;
+            let read: Vec<u64> = (0..p).map(|k| bytes.read(scheduler, j, k)).collect();
+            if let Some(stats) = BytesPerTask::of(read) {
+                bytes_per_task.insert(job.vertex_id(j).to_owned(), stats);
             }
-            let mut read: Vec<u64> = (0..p).map(|k| bytes.read(scheduler, j, k)).collect();
-            read.sort_unstable();
-            let stats = BytesPerTask {
-                min: read[0],
-                median: read[(read.len() - 1) / 2],
-                max: read[read.len() - 1],
-            };
-            bytes_per_task.push((job.vertex_id(j).to_owned(), stats));
         }
-        let mut skewed_subpartitions: Vec<SkewedSubpartitionReport> = scheduler
-            .decisions()
-            .iter()
-            .flat_map(|d| {
-                d.skewed_subpartitions.iter().map(move |s| {
-                    let edge = job.edge(job.inputs(d.job_vertex)[s.input]);
-                    SkewedSubpartitionReport {
-                        vertex: job.vertex_id(d.job_vertex).to_owned(),
-                        producer: job.vertex_id(edge.source).to_owned(),
-                        subpartition: s.subpartition,
-                        bytes: s.bytes,
-                        average_bytes_per_task: s.average_bytes_per_task,
-                    }
-                })
-            })
-            .collect();
-        skewed_subpartitions.sort_by_key(|s| std::cmp::Reverse(s.bytes));
-        let skew_splits = scheduler
-            .decisions()
-            .iter()
-            .flat_map(|d| {
-                d.split_subpartitions.iter().map(move |s| SkewSplitReport {
-                    vertex: job.vertex_id(d.job_vertex).to_owned(),
-                    subpartition: s.subpartition,
-                    bytes: s.bytes,
-                    pieces: s.pieces,
-                })
-            })
-            .collect();
         AdaptiveReport {
             execution_vertices: graph.num_execution_vertices(),
-            decided_parallelism,
-            bytes_per_task,
-            skewed_subpartitions,
-            skew_splits,
+            keys: decided_keys(scheduler, bytes_per_task),
         }
+    }
+}
+
+/// The adaptive keys of a job whose `scheduler` decided vertices at run time, with
+/// `bytes_per_task` as the caller measured it: decided parallelisms, skewed subpartitions,
+/// consumed subpartition ranges (vertices decided from one input) and skew splits, from the
+/// scheduler's decisions. O(decided subtasks + skewed subpartitions log).
+pub fn decided_keys(
+    scheduler: &Scheduler,
+    bytes_per_task: BTreeMap<String, BytesPerTask>,
+) -> conflux_report::AdaptiveReport {
+    let job = scheduler.graph().job_graph();
+    let mut decided_parallelism = BTreeMap::new();
+    let mut consumed_subpartitions = BTreeMap::new();
+    let mut skewed = Vec::new();
+    let mut skew_splits = Vec::new();
+    for d in scheduler.decisions() {
+        let id = job.vertex_id(d.job_vertex);
+        if d.undecided {
+            decided_parallelism.insert(id.to_owned(), d.parallelism);
+        }
+        if let [infos] = d.input_infos.as_slice() {
+            consumed_subpartitions.insert(
+                id.to_owned(),
+                infos
+                    .iter()
+                    .map(|i| [i.subpartition_range.start, i.subpartition_range.end])
+                    .collect(),
+            );
+        }
+        for s in &d.skewed_subpartitions {
+            let edge = job.edge(job.inputs(d.job_vertex)[s.input]);
+            skewed.push(SkewedSubpartition {
+                vertex: id.to_owned(),
+                producer: job.vertex_id(edge.source).to_owned(),
+                subpartition: s.subpartition,
+                bytes: s.bytes,
+                average_bytes_per_task: s.average_bytes_per_task,
+            });
+        }
+        skew_splits.extend(d.split_subpartitions.iter().map(|s| SkewSplit {
+            vertex: id.to_owned(),
+            subpartition: s.subpartition,
+            bytes: s.bytes,
+            pieces: s.pieces,
+        }));
+    }
+    conflux_report::AdaptiveReport {
+        decided_parallelism: Some(decided_parallelism),
+        bytes_per_task: Some(bytes_per_task),
+        skewed_subpartitions: Some(SkewedSubpartitions::of(skewed)),
+        consumed_subpartitions: Some(consumed_subpartitions),
+        skew_splits: Some(skew_splits),
+        undecided_at_estimate: None,
     }
 }

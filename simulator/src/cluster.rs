@@ -139,6 +139,8 @@ pub struct TaskManagerStats {
     pub blob_fetches: u64,
     /// Offloaded groups served by the TaskManager's descriptor cache.
     pub cache_hits: u64,
+    /// Whether it was lost (an injected loss).
+    pub lost: bool,
 }
 
 /// What a simulation did.
@@ -172,8 +174,11 @@ pub struct SimulationReport {
     pub trace_digest: u64,
     /// Descriptor factory counters.
     pub deployment: DeploymentStats,
-    /// Per TaskManager, by id.
+    /// Per TaskManager that received tasks, by id.
     pub task_managers: Vec<(TaskManagerId, TaskManagerStats)>,
+    /// TaskManagers registered during the run: those started with it and the replacements of
+    /// lost ones that registered before it ended.
+    pub task_managers_registered: u32,
     /// Faults injected: task failures, partition-not-found failures, TaskManager losses, blob
     /// server restarts.
     pub faults_injected: (u64, u64, u64, u64),
@@ -400,6 +405,7 @@ fn run(
         .any(|c| c.result_partition_type.must_be_pipelined_consumed());
     let mut finish_at: HashMap<u32, u64> = HashMap::new();
     let mut group_finish: HashMap<u32, u64> = HashMap::new();
+    let mut lost: Vec<u32> = Vec::new();
     // A thousand TaskManagers in one process: each fetches and decodes, identical groups are
     // held once.
     let shared_decoded = Arc::new(SharedDecodedGroups::new());
@@ -441,6 +447,7 @@ fn run(
         trace_digest: 0,
         deployment: DeploymentStats::default(),
         task_managers: Vec::new(),
+        task_managers_registered: task_managers,
         faults_injected: (0, 0, 0, 0),
         adaptive: None,
         speculative: SpeculativeStats::default(),
@@ -674,6 +681,7 @@ fn run(
                 if alive.len() > 1 {
                     let i = usize::try_from(rng.below(alive.len() as u64)).unwrap_or(0);
                     let tm = alive.swap_remove(i);
+                    lost.push(tm);
                     events.push(Event::TaskManagerLost(TaskManagerId(tm)));
                     queue.push(now + 1_000, SimEvent::RegisterTaskManager(next_tm));
                     next_tm += 1;
@@ -682,6 +690,7 @@ fn run(
             }
             SimEvent::RegisterTaskManager(tm) => {
                 alive.push(tm);
+                report.task_managers_registered += 1;
                 events.push(Event::TaskManagerRegistered {
                     location: location(tm),
                     slots,
@@ -709,6 +718,11 @@ fn run(
     // The job is over: every TaskManager drops its descriptor groups of the job.
     for side in tm_sides.sides.iter_mut().flatten() {
         side.cache.clear_job(job_id);
+    }
+    for tm in lost {
+        if let Some(Some(side)) = tm_sides.sides.get_mut(tm as usize) {
+            side.stats.lost = true;
+        }
     }
     report.adaptive = bytes
         .as_ref()

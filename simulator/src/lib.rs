@@ -15,9 +15,7 @@ mod produced_bytes;
 pub mod script;
 pub mod slow;
 
-pub use adaptive_report::{
-    AdaptiveReport, BytesPerTask, SkewSplitReport, SkewedSubpartitionReport,
-};
+pub use adaptive_report::{decided_keys, AdaptiveReport};
 pub use produced_bytes::{
     spread_bytes, weights_seed, BytesModel, ProducedBytes, DEFAULT_SOURCE_BYTES,
 };

@@ -2,6 +2,11 @@
 //! applied in order after the start, deployed tasks run at once, restarts have no delay, and the
 //! run stops after the last event. The output lists every deploy request, restart set and
 //! released partition group, in order.
+//!
+//! By default every failure restarts at once ([`RESTART_AT_ONCE`]): a script describes
+//! failovers. With another restart strategy ([`replay_with`]), a failure it refuses fails the job,
+//! and a restart it delays happens before the next event: the replay's clock, which stands at 0,
+//! moves on to the restart's due time (slot request checks due by then run too).
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -248,7 +253,14 @@ impl Names<'_> {
     }
 }
 
-/// Replays a script on a graph: starts the job, then applies each event.
+/// The replay's default restart strategy: every failure restarts, at once.
+pub const RESTART_AT_ONCE: RestartStrategy = RestartStrategy::FixedDelay {
+    attempts: u32::MAX,
+    delay_ms: 0,
+};
+
+/// Replays a script on a graph: starts the job, then applies each event; every failure restarts
+/// at once ([`RESTART_AT_ONCE`]).
 ///
 /// # Errors
 /// [`ScriptError`] naming the event: an unknown vertex, TaskManager or data set, an event
@@ -259,11 +271,22 @@ pub fn replay(
     regions: Arc<PipelinedRegions>,
     script: &Script,
 ) -> Result<ReplayOutput, ScriptError> {
+    replay_with(graph, regions, script, RESTART_AT_ONCE)
+}
+
+/// As [`replay`], with a restart strategy: a failure it refuses fails the job; a restart it
+/// delays happens after the event that caused it, the replay's clock moving on to its due time.
+///
+/// # Errors
+/// As [`replay`].
+pub fn replay_with(
+    graph: Arc<ExecutionGraph>,
+    regions: Arc<PipelinedRegions>,
+    script: &Script,
+    restart: RestartStrategy,
+) -> Result<ReplayOutput, ScriptError> {
     let config = SchedulerConfig {
-        restart: RestartStrategy::FixedDelay {
-            attempts: u32::MAX,
-            delay_ms: 0,
-        },
+        restart,
         ..SchedulerConfig::default()
     };
     let mut scheduler = Scheduler::new(Arc::clone(&graph), Arc::clone(&regions), config);
@@ -280,14 +303,17 @@ pub fn replay(
         .map(|(i, (name, _))| (name.clone(), index_u32(i)))
         .collect();
 
+    // The replay's clock: 0, or the due time of the last delayed restart.
+    let mut now = 0u64;
     let apply = |scheduler: &mut Scheduler,
+                 now: u64,
                  index: i64,
                  event: Event,
                  timeline: &mut Vec<TimelineEntry>|
      -> Result<(), SchedulerError> {
         let mut queue = vec![event];
         while let Some(e) = queue.pop() {
-            let mut commands = scheduler.handle(0, e)?;
+            let mut commands = scheduler.handle(now, e)?;
             while scheduler.has_pending_work() {
                 commands.extend(scheduler.continue_work()?);
             }
@@ -352,6 +378,7 @@ pub fn replay(
         };
         apply(
             &mut scheduler,
+            now,
             -1,
             Event::TaskManagerRegistered {
                 location,
@@ -361,7 +388,7 @@ pub fn replay(
         )
         .map_err(start_error)?;
     }
-    apply(&mut scheduler, -1, Event::Start, &mut timeline).map_err(start_error)?;
+    apply(&mut scheduler, now, -1, Event::Start, &mut timeline).map_err(start_error)?;
 
     for (index, e) in script.events.iter().enumerate() {
         let bad = |message: String| ScriptError::BadEvent { index, message };
@@ -391,6 +418,7 @@ pub fn replay(
             let attempt = scheduler.attempt(v);
             apply(
                 &mut scheduler,
+                now,
                 i,
                 Event::TaskFinished(attempt),
                 &mut timeline,
@@ -412,6 +440,7 @@ pub fn replay(
             if !lost.is_empty() {
                 apply(
                     &mut scheduler,
+                    now,
                     i,
                     Event::PartitionsLost(lost),
                     &mut timeline,
@@ -421,6 +450,7 @@ pub fn replay(
             let attempt = scheduler.attempt(v);
             apply(
                 &mut scheduler,
+                now,
                 i,
                 Event::TaskFailed(attempt, cause),
                 &mut timeline,
@@ -432,6 +462,7 @@ pub fn replay(
                 .ok_or_else(|| bad(format!("unknown TaskManager '{name}'")))?;
             apply(
                 &mut scheduler,
+                now,
                 i,
                 Event::TaskManagerLost(TaskManagerId(tm)),
                 &mut timeline,
@@ -443,7 +474,19 @@ pub fn replay(
                 .map(|n| names.vertex(n))
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(bad)?;
-            apply(&mut scheduler, i, Event::Restart(vertices), &mut timeline).map_err(at)?;
+            apply(
+                &mut scheduler,
+                now,
+                i,
+                Event::Restart(vertices),
+                &mut timeline,
+            )
+            .map_err(at)?;
+        }
+        // A delayed restart happens before the next event.
+        while let Some(due) = scheduler.next_restart_due() {
+            now = now.max(due);
+            apply(&mut scheduler, now, i, Event::Tick, &mut timeline).map_err(at)?;
         }
     }
     let status = match scheduler.status() {

@@ -1,12 +1,16 @@
 //! The accept loop: HTTP/1 connections with a cap, a header-read timeout and a stall timeout,
 //! served by the router until shutdown.
 //!
-//! As Flink's `BlobServer`, at most `max_connections` connections are served at once; past
-//! the cap no connection is accepted (it waits in the kernel's listen backlog, costing no
-//! descriptor of this process) until one closes. A connection waiting for a request's head
-//! (a slow client or an idle keep-alive one) is closed after the header-read timeout, so
-//! idle sockets cannot hold the cap; a download the client stops reading is closed after the
-//! stall timeout (uploads time out in the upload handler, which answers 408).
+//! As Flink's `BlobServer`, at most `max_connections` connections are served at once. When a
+//! new connection finds them all taken, the one that made no progress for the longest time is
+//! closed to make room (`conflux-connections`' cap, shared with the planning service and the
+//! data server): idle ones first (waiting for a request's head), then ones whose request moved
+//! less than [`PROGRESS_BYTES`] for [`STALLED_AFTER`] (a client trickling its upload). Only
+//! when every connection is making progress does the new one wait (and those behind it wait in
+//! the kernel's listen backlog, costing no descriptor of this process). A connection waiting
+//! for a request's head is also closed after the header-read timeout, a download the client
+//! stops reading after the stall timeout, and an upload that sends too little per idle
+//! timeout gets 408 (the upload handler).
 
 use std::future::Future;
 use std::io;
@@ -17,12 +21,13 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
+use conflux_connections::{Activity, Busy, ConnectionCap, Tracked};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{oneshot, watch, Semaphore};
+use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 use tokio::time::Sleep;
 
@@ -30,6 +35,14 @@ use super::state::ServerCore;
 
 /// How long to wait before accepting again after `accept` failed (e.g. no descriptor left).
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Bytes a connection must move (either way) to count as making progress: a trickle of fewer
+/// bytes does not keep it from being closed to make room.
+pub(crate) const PROGRESS_BYTES: usize = 16 * 1024;
+
+/// A connection whose request made no progress for this long may be closed to make room when
+/// the cap is reached.
+pub(crate) const STALLED_AFTER: Duration = Duration::from_secs(2);
 
 /// The limits of the accept loop.
 #[derive(Clone, Copy, Debug)]
@@ -52,23 +65,10 @@ pub(super) async fn serve(
     core: Arc<ServerCore>,
     mut shutdown: oneshot::Receiver<()>,
 ) {
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let cap = ConnectionCap::new(limits.max_connections).shedding_stalled(STALLED_AFTER);
     let (stop, stopped) = watch::channel(());
     let mut connections = JoinSet::new();
     loop {
-        if permits.available_permits() == 0 {
-            tracing::warn!(
-                max_connections = limits.max_connections,
-                "blob server at its connection cap; new connections wait"
-            );
-        }
-        let permit = tokio::select! {
-            _ = &mut shutdown => break,
-            permit = Arc::clone(&permits).acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-        };
         let (tcp, peer) = tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -81,16 +81,42 @@ pub(super) async fn serve(
             },
         };
         while connections.try_join_next().is_some() {}
+        let activity = Arc::new(Activity::new());
+        if cap.open() >= cap.max_connections() {
+            tracing::debug!(
+                max_connections = cap.max_connections(),
+                "blob server at its connection cap: closing the least active connection"
+            );
+        }
+        let slot = tokio::select! {
+            _ = &mut shutdown => break,
+            slot = cap.admit(Arc::clone(&activity)) => slot,
+        };
         // Small requests must not wait for Nagle's algorithm.
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-        let io = TokioIo::new(StallTimeout::new(tcp, limits.stall_timeout));
-        let service = TowerToHyperService::new(app.clone());
+        let io = TokioIo::new(Tracked::with_progress(
+            StallTimeout::new(tcp, limits.stall_timeout),
+            Arc::clone(&activity),
+            PROGRESS_BYTES,
+        ));
+        let requests = Arc::clone(&activity);
+        let app = app.clone();
+        let service = hyper::service::service_fn(move |request| {
+            // The connection is busy while a request is handled; its end is progress.
+            let busy = Busy::begin(&requests);
+            let service = TowerToHyperService::new(app.clone());
+            async move {
+                let response = hyper::service::Service::call(&service, request).await;
+                drop(busy);
+                response
+            }
+        });
         let mut stopped = stopped.clone();
         let open = OpenConnection::new(Arc::clone(&core));
         connections.spawn(async move {
-            let _open = (permit, open);
+            let _open = open;
             let connection = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_read_timeout)
@@ -101,6 +127,10 @@ pub(super) async fn serve(
                 _ = stopped.changed() => {
                     connection.as_mut().graceful_shutdown();
                     connection.await
+                }
+                () = slot.close_requested() => {
+                    tracing::debug!(peer = %peer, "blob connection closed to make room for another");
+                    return;
                 }
             };
             if let Err(e) = served {

@@ -17,6 +17,11 @@ use super::stats::bump;
 /// Upload bytes gathered before one write to the temporary file.
 const FLUSH_BYTES: usize = 1 << 20;
 
+/// The least an upload must send per idle timeout, unless it finishes: 16 KiB (so a body
+/// trickled a byte at a time cannot hold a connection and its staging file for long; over the
+/// default 60 s it is a floor of 273 bytes per second).
+pub(crate) const MIN_UPLOAD_PROGRESS_BYTES: u64 = 16 * 1024;
+
 /// An upload waiting to be committed under its key.
 pub(super) enum Pending {
     /// Already written (and hashed) to a temporary file.
@@ -30,8 +35,9 @@ impl ServerCore {
     /// key. Returns the key and its reference count.
     ///
     /// Never writes more than `max_blob_bytes`: a declared or actual size above it is
-    /// [`BlobError::TooLarge`], and the temporary file is removed. A body that sends nothing
-    /// for the idle timeout is [`BlobError::UploadStalled`].
+    /// [`BlobError::TooLarge`], and the temporary file is removed. A body that sends less than
+    /// [`MIN_UPLOAD_PROGRESS_BYTES`] in an idle timeout (nothing, or a trickle) without
+    /// finishing is [`BlobError::UploadStalled`].
     pub(super) async fn put_stream<S, E>(
         self: &Arc<Self>,
         kind: BlobKind,
@@ -77,11 +83,16 @@ impl ServerCore {
         let mut pending_bytes = 0usize;
         let mut size = 0u64;
         let idle = Duration::from_millis(self.idle_timeout_ms);
+        // Progress is counted in windows: each must bring the minimum, or the body's end.
+        let mut window = tokio::time::Instant::now();
+        let mut window_bytes = 0u64;
         loop {
-            // A client that stops sending must not hold the connection and the staging file.
-            let Ok(next) = tokio::time::timeout(idle, body.next()).await else {
+            // A client that stops sending, or trickles, must not hold the connection and the
+            // staging file.
+            let Ok(next) = tokio::time::timeout_at(window + idle, body.next()).await else {
                 return Err(BlobError::UploadStalled {
                     idle_ms: self.idle_timeout_ms,
+                    min_bytes: MIN_UPLOAD_PROGRESS_BYTES,
                 });
             };
             let Some(chunk) = next else {
@@ -90,6 +101,11 @@ impl ServerCore {
             // The client's fault (or its connection's): a 400 that names no server path.
             let chunk = chunk.map_err(|e| BlobError::BadUpload { source: e.into() })?;
             size += chunk.len() as u64;
+            window_bytes += chunk.len() as u64;
+            if window_bytes >= MIN_UPLOAD_PROGRESS_BYTES {
+                window = tokio::time::Instant::now();
+                window_bytes = 0;
+            }
             if size > limit {
                 bump(&self.counters.rejected, 1);
                 return Err(BlobError::TooLarge { size, limit });

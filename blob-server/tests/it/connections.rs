@@ -126,3 +126,93 @@ async fn a_download_the_client_stops_reading_is_cut() {
     );
     assert!(got.starts_with(b"HTTP/1.1 200"));
 }
+
+/// An upload of 1,000 bytes sending one byte every `every`, until its connection ends; returns
+/// what the server answered.
+async fn trickle(addr: SocketAddr, n: u8, every: Duration) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut socket) = tokio::net::TcpStream::connect(addr).await else {
+        return String::new();
+    };
+    let head = format!(
+        "PUT /blobs/permanent/{} HTTP/1.1\r\nHost: blobs\r\nContent-Length: 1000\r\n\r\n",
+        job(n)
+    );
+    if socket.write_all(head.as_bytes()).await.is_err() {
+        return String::new();
+    }
+    let (mut reader, mut writer) = socket.into_split();
+    let drip = async move {
+        for _ in 0..1_000 {
+            if writer.write_all(b"x").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(every).await;
+        }
+        std::future::pending::<()>().await;
+    };
+    let mut answer = Vec::new();
+    tokio::select! {
+        _ = reader.read_to_end(&mut answer) => {}
+        () = drip => {}
+    }
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// Regression: an upload dripping a byte every 5 s was never cut (each byte reset the idle
+/// timeout). An upload must send at least 16 KiB per idle timeout or finish: a trickle gets
+/// 408 after the timeout, bytes or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickled_upload_is_cut_after_the_idle_timeout() {
+    let fx = start_with(|c| c.idle_timeout_ms = 500).await;
+    let started = Instant::now();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(10),
+        trickle(fx.server.local_addr(), 22, Duration::from_millis(50)),
+    )
+    .await
+    .expect("cut within 10 s");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        answer.contains("upload stalled: less than 16384 bytes in 500 ms"),
+        "{answer}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(fx.server.stats().blobs, 0);
+}
+
+/// Regression: 300 uploads dripping a byte every 5 s held every connection and `/health` timed
+/// out for 70 s; 200 idle sockets did too with a low descriptor limit. At the cap the least
+/// active connection makes room, idle ones first, then uploads that stalled: scaled down to a
+/// cap of 16 with 16 idle sockets and 24 trickling uploads, `/health` answers within a few
+/// seconds every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_answers_under_trickling_uploads_and_idle_sockets() {
+    let fx = start_with(|c| c.max_connections = 16).await;
+    let addr = fx.server.local_addr();
+    let idle: Vec<TcpStream> = (0..16).map(|_| connect(addr)).collect();
+    let mut uploads = tokio::task::JoinSet::new();
+    for n in 0..24 {
+        uploads.spawn(trickle(addr, 100 + n, Duration::from_millis(100)));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let health = raw()
+            .get(format!("{}/health", fx.server.url()))
+            .timeout(Duration::from_secs(20))
+            .send()
+            .await
+            .expect("/health answers");
+        assert_eq!(health.status(), 200);
+        let waited = started.elapsed();
+        assert!(waited < Duration::from_secs(5), "/health took {waited:?}");
+        assert!(fx.server.stats().open_connections <= 16);
+    }
+    uploads.abort_all();
+    drop(idle);
+}

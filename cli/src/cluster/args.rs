@@ -5,12 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use conflux_runtime::config::{
-    DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_HEARTBEAT_INTERVAL_MS, DEFAULT_HEARTBEAT_TIMEOUT_MS, DEFAULT_JOB_HISTORY_SIZE,
+    DEFAULT_JOB_HISTORY_TTL_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_JOB_MEMORY_BYTES,
     DEFAULT_RPC_TIMEOUT_MS,
 };
 use conflux_runtime::protocol::JobOptions;
-use conflux_runtime::{JobManagerConfig, RpcFaults, TaskManagerConfig};
+use conflux_runtime::{JobHistory, JobManagerConfig, RpcFaults, TaskManagerConfig};
 
+use super::paths::{check_utf8, check_writable, Utf8Path};
 use crate::speculative::{check_slowdown, SpeculativeArgs, SpeculativeOptionsArgs};
 use crate::{Failure, Format, LoadArgs};
 
@@ -18,10 +20,10 @@ use crate::{Failure, Format, LoadArgs};
 #[derive(clap::Args, Clone, Copy)]
 pub(crate) struct HeartbeatArgs {
     /// Heartbeat interval, ms (Flink's default 10 s).
-    #[arg(long, default_value_t = DEFAULT_HEARTBEAT_INTERVAL_MS, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    #[arg(help_heading = crate::headings::HEARTBEATS, long, default_value_t = DEFAULT_HEARTBEAT_INTERVAL_MS, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub(crate) heartbeat_interval_ms: u64,
     /// A TaskManager silent for this long is lost, ms (Flink's default 50 s).
-    #[arg(long, default_value_t = DEFAULT_HEARTBEAT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    #[arg(help_heading = crate::headings::HEARTBEATS, long, default_value_t = DEFAULT_HEARTBEAT_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub(crate) heartbeat_timeout_ms: u64,
 }
 
@@ -29,30 +31,46 @@ pub(crate) struct HeartbeatArgs {
 #[derive(clap::Args, Clone)]
 pub(crate) struct RpcArgs {
     /// A task submission unanswered for this long fails the task, ms (Flink's ask timeout).
-    #[arg(long, default_value_t = DEFAULT_RPC_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    #[arg(help_heading = crate::headings::HEARTBEATS, long, default_value_t = DEFAULT_RPC_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub(crate) rpc_timeout_ms: u64,
     /// Injected fault: every message to a TaskManager waits this long, ms.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     pub(crate) rpc_delay_ms: u64,
     /// Injected fault: chance (0..1) that a message to a TaskManager is dropped (seeded).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0.0)]
     pub(crate) rpc_drop_rate: f64,
+}
+
+/// What a JobManager admits and keeps: its job memory budget and job history.
+#[derive(clap::Args, Clone, Copy)]
+pub(crate) struct JobManagerLimitsArgs {
+    /// A job whose estimated execution graph, scheduler state and descriptors exceed this many
+    /// bytes is refused at submission (default 4 GiB, whatever the host's memory); the queued
+    /// jobs' graphs together are held to it too.
+    #[arg(long, default_value_t = DEFAULT_MAX_JOB_MEMORY_BYTES, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(crate) max_job_memory: u64,
+    /// Ended jobs kept for `list` and waiting clients; the oldest go first.
+    #[arg(long, default_value_t = DEFAULT_JOB_HISTORY_SIZE as u64, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub(crate) job_history_size: u64,
+    /// An ended job leaves the job history this long after it ended, ms (Flink's
+    /// `jobstore.expiration-time`, 1 h).
+    #[arg(long, default_value_t = DEFAULT_JOB_HISTORY_TTL_MS, value_parser = clap::value_parser!(u64).range(0..=30 * 86_400_000))]
+    pub(crate) job_history_ttl_ms: u64,
 }
 
 /// The JobManager's scheduler.
 #[derive(clap::Args, Clone, Copy)]
 pub(crate) struct SchedulerArgs {
-    /// Region work one scheduler call may do before it yields to the event loop (work units;
-    /// see the README's "Bounded handler calls").
-    #[arg(long, default_value_t = conflux_runtime::config::DEFAULT_RUNTIME_WORK_BUDGET, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Region work one scheduler call may do before it yields to the event loop, work units
+    /// (the scheduler's default 2^17, about 1 ms at 100k x 100k; README, `conflux run`: the
+    /// longest scheduler event-handler call).
+    #[arg(help_heading = crate::headings::SCHEDULING, long, default_value_t = conflux_runtime::config::DEFAULT_RUNTIME_WORK_BUDGET, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) scheduler_work_budget: u32,
-    /// Restarts allowed before a job fails (exponential delay back-off, Flink 1.20 defaults;
-    /// default Flink's, 2^31 - 1).
-    #[arg(long, default_value_t = conflux_scheduler::FLINK_MAX_ATTEMPTS)]
-    pub(crate) restart_attempts: u32,
+    #[command(flatten)]
+    pub(crate) restart: crate::restart::RestartArgs,
     /// Spread slots over the TaskManagers instead of filling one after the other (Flink's
     /// `cluster.evenly-spread-out-slots`).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::SCHEDULING, long)]
     pub(crate) evenly_spread_out_slots: bool,
 }
 
@@ -60,23 +78,24 @@ pub(crate) struct SchedulerArgs {
 #[derive(clap::Args, Clone)]
 pub(crate) struct JobArgs {
     /// Task durations, ms: `MIN..MAX` (drawn per attempt from the seed) or one value.
-    #[arg(long, default_value = "1000..2000", value_parser = super::parse_duration_range)]
+    #[arg(help_heading = crate::headings::CLUSTER, long, default_value = "1000..2000", value_parser = super::parse_duration_range)]
     pub(crate) task_duration_ms: (u64, u64),
     /// Seed of task durations (and of injected RPC drops for `cluster`).
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = crate::headings::CLUSTER, long, default_value_t = 0)]
     pub(crate) seed: u64,
-    /// Where word count sinks write their files (`part-NNNNN.tsv`); created if missing.
-    #[arg(long)]
+    #[command(flatten)]
+    pub(crate) batch: crate::batch::BatchArgs,
+    /// Where word count sinks write their files (`part-NNNNN.tsv`, and `_SUCCESS` once the job
+    /// FINISHED); created if missing, and checked to be writable.
+    #[arg(help_heading = crate::headings::DATA, long, value_parser = Utf8Path)]
     pub(crate) output_dir: Option<PathBuf>,
     /// Word count sinks wait this long per buffer they consume, µs (a slow sink).
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     pub(crate) sink_delay_us: u64,
     /// Buffers of 32 KiB per subpartition in flight: a pipelined producer's queue per
     /// subpartition and a consumer's credit per channel.
-    #[arg(long, default_value_t = conflux_runtime::protocol::DEFAULT_CREDIT, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = conflux_runtime::protocol::DEFAULT_CREDIT, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(crate) buffers_per_channel: u32,
-    #[command(flatten)]
-    pub(crate) batch: crate::batch::BatchArgs,
 }
 
 impl JobArgs {
@@ -86,10 +105,12 @@ impl JobArgs {
             None => None,
             Some(dir) => {
                 // Absolute, so that TaskManagers in other working directories write there.
-                std::fs::create_dir_all(dir)
+                let dir = std::fs::create_dir_all(dir)
                     .and_then(|()| std::fs::canonicalize(dir))
-                    .map(Some)
-                    .map_err(|e| Failure::input(anyhow!("--output-dir {}: {e}", dir.display())))?
+                    .map_err(|e| Failure::input(anyhow!("--output-dir {}: {e}", dir.display())))?;
+                check_utf8(&dir, "--output-dir")?;
+                check_writable(&dir, "--output-dir")?;
+                Some(dir)
             }
         };
         let bytes = self.batch.bytes()?;
@@ -137,23 +158,23 @@ fn check_heartbeats(h: &HeartbeatArgs) -> Result<(), Failure> {
 #[derive(clap::Args)]
 pub(crate) struct JobManagerArgs {
     /// Listen address for TaskManagers and clients (Flink's port 6123).
-    #[arg(long, default_value = "127.0.0.1:6123")]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value = "127.0.0.1:6123")]
     pub(crate) address: SocketAddr,
     /// Host (or HOST:PORT; the port is ignored) TaskManagers use to reach this JobManager's blob
     /// server; default: the listen address's IP.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::SERVER, long)]
     pub(crate) advertised_address: Option<String>,
-    /// The blob server's storage directory (default: a temporary directory).
-    #[arg(long)]
+    /// The blob server's storage directory (default: a temporary directory, removed at exit).
+    #[arg(help_heading = crate::headings::STORAGE, long, value_parser = Utf8Path)]
     pub(crate) blob_dir: Option<PathBuf>,
     /// Shared secret TaskManagers and clients must present.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::SERVER, long)]
     pub(crate) token: Option<String>,
     /// Connections accepted at once.
-    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
+    #[arg(help_heading = crate::headings::SERVER, long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub(crate) max_connections: u64,
     /// Seed of injected RPC drops.
-    #[arg(long, default_value_t = 0)]
+    #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0)]
     pub(crate) seed: u64,
     #[command(flatten)]
     pub(crate) heartbeat: HeartbeatArgs,
@@ -161,6 +182,8 @@ pub(crate) struct JobManagerArgs {
     pub(crate) rpc: RpcArgs,
     #[command(flatten)]
     pub(crate) scheduler: SchedulerArgs,
+    #[command(flatten)]
+    pub(crate) limits: JobManagerLimitsArgs,
     #[command(flatten)]
     pub(crate) speculative: SpeculativeOptionsArgs,
 }
@@ -182,6 +205,7 @@ pub(crate) fn jobmanager_config(
     heartbeat: &HeartbeatArgs,
     rpc: &RpcArgs,
     scheduler: SchedulerArgs,
+    limits: JobManagerLimitsArgs,
     seed: u64,
 ) -> Result<JobManagerConfig, Failure> {
     check_heartbeats(heartbeat)?;
@@ -192,8 +216,13 @@ pub(crate) fn jobmanager_config(
     config.rpc.timeout_ms = rpc.rpc_timeout_ms;
     config.scheduler.work_budget = scheduler.scheduler_work_budget;
     config.scheduler.evenly_spread_out_slots = scheduler.evenly_spread_out_slots;
-    config.scheduler.restart =
-        conflux_scheduler::RestartStrategy::exponential_default(scheduler.restart_attempts);
+    config.scheduler.restart = scheduler.restart.strategy()?;
+    config.scheduler.seed = seed;
+    config.max_job_memory_bytes = limits.max_job_memory;
+    config.job_history = JobHistory {
+        size: usize::try_from(limits.job_history_size).unwrap_or(usize::MAX),
+        ttl_ms: limits.job_history_ttl_ms,
+    };
     config.rpc.faults = RpcFaults {
         delay_ms: rpc.rpc_delay_ms,
         drop_rate: rpc.rpc_drop_rate,
@@ -204,16 +233,15 @@ pub(crate) fn jobmanager_config(
 
 impl JobManagerArgs {
     pub(crate) fn config(&self) -> Result<JobManagerConfig, Failure> {
-        let blob_dir = match &self.blob_dir {
-            Some(dir) => dir.clone(),
-            None => std::env::temp_dir().join(format!("conflux-jobmanager-{}", std::process::id())),
-        };
+        // Without --blob-dir, `jobmanager` sets its working directory once the flags are valid.
+        let blob_dir = self.blob_dir.clone().unwrap_or_default();
         let mut config = jobmanager_config(
             self.address,
             blob_dir,
             &self.heartbeat,
             &self.rpc,
             self.scheduler,
+            self.limits,
             self.seed,
         )?;
         config.advertised_host = self.advertised_address.as_deref().map(host_of);
@@ -228,32 +256,33 @@ impl JobManagerArgs {
 #[derive(clap::Args)]
 pub(crate) struct TaskManagerArgs {
     /// The JobManager's HOST:PORT.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) jobmanager: String,
     /// Slots offered, 1 to 65,536.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    #[arg(help_heading = crate::headings::CLUSTER, long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub(crate) slots: u32,
-    /// Working directory (blob cache); default: a temporary directory.
-    #[arg(long)]
+    /// Working directory (blob cache, partitions); default: a temporary directory, removed at
+    /// exit. Its partitions are deleted at exit either way.
+    #[arg(help_heading = crate::headings::STORAGE, long, value_parser = Utf8Path)]
     pub(crate) data_dir: Option<PathBuf>,
     /// The IP its data server binds and advertises in ShuffleDescriptors (default 127.0.0.1).
-    #[arg(long, default_value = "127.0.0.1")]
+    #[arg(help_heading = crate::headings::CLUSTER, long, default_value = "127.0.0.1")]
     pub(crate) advertised_address: std::net::IpAddr,
     /// The JobManager's shared secret.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) token: Option<String>,
     /// Without a heartbeat request for this long the JobManager is lost, ms (default: the
     /// JobManager's heartbeat timeout).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    #[arg(help_heading = crate::headings::HEARTBEATS, long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
     pub(crate) heartbeat_timeout_ms: Option<u64>,
     /// Bytes of partition files its data directory may hold; a write past it fails the task as
     /// a full disk would (default: no quota).
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::DATA, long)]
     pub(crate) data_dir_max_bytes: Option<u64>,
     /// How many times as long its tasks take, at least 1: a slow TaskManager, for tests and
     /// demonstrations of speculative execution (synthetic tasks sleep their duration times
     /// this; word count tasks sleep their working time times this minus 1 before finishing).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(help_heading = crate::headings::SPECULATIVE, long, default_value_t = 1.0)]
     pub(crate) slowdown: f64,
     /// Exit when standard input closes (how `conflux cluster` makes sure no TaskManager
     /// outlives it).
@@ -263,12 +292,9 @@ pub(crate) struct TaskManagerArgs {
 
 impl TaskManagerArgs {
     pub(crate) fn config(&self) -> Result<TaskManagerConfig, Failure> {
-        let data_dir = match &self.data_dir {
-            Some(dir) => dir.clone(),
-            None => {
-                std::env::temp_dir().join(format!("conflux-taskmanager-{}", std::process::id()))
-            }
-        };
+        // Without --data-dir, `taskmanager` sets its working directory once the flags are
+        // valid.
+        let data_dir = self.data_dir.clone().unwrap_or_default();
         let mut config = TaskManagerConfig::new(self.jobmanager.clone(), self.slots, data_dir);
         config.advertised_host = self.advertised_address;
         config.token.clone_from(&self.token);
@@ -285,21 +311,21 @@ impl TaskManagerArgs {
 pub(crate) struct SubmitArgs {
     /// Job graph JSON or Flink JSON plan (`-` for standard input).
     pub(crate) file: PathBuf,
-    /// The JobManager's HOST:PORT.
-    #[arg(long)]
-    pub(crate) jobmanager: String,
-    /// Print the job id and return instead of waiting for the job's end.
-    #[arg(long)]
-    pub(crate) detached: bool,
-    /// The JobManager's shared secret.
-    #[arg(long)]
-    pub(crate) token: Option<String>,
     #[command(flatten)]
     pub(crate) load: LoadArgs,
+    /// The JobManager's HOST:PORT.
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
+    pub(crate) jobmanager: String,
+    /// The JobManager's shared secret.
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
+    pub(crate) token: Option<String>,
     #[command(flatten)]
     pub(crate) job: JobArgs,
+    /// Print the job id and return instead of waiting for the job's end.
+    #[arg(help_heading = crate::headings::OUTPUT, long)]
+    pub(crate) detached: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }
 
@@ -307,13 +333,13 @@ pub(crate) struct SubmitArgs {
 #[derive(clap::Args)]
 pub(crate) struct ListArgs {
     /// The JobManager's HOST:PORT.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) jobmanager: String,
     /// The JobManager's shared secret.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) token: Option<String>,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }
 
@@ -323,10 +349,10 @@ pub(crate) struct CancelArgs {
     /// The job's id (32 hex digits, as `submit` and `list` print it).
     pub(crate) job_id: String,
     /// The JobManager's HOST:PORT.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) jobmanager: String,
     /// The JobManager's shared secret.
-    #[arg(long)]
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) token: Option<String>,
 }
 
@@ -335,37 +361,39 @@ pub(crate) struct CancelArgs {
 pub(crate) struct ClusterArgs {
     /// Job graph JSON or Flink JSON plan (`-` for standard input).
     pub(crate) file: PathBuf,
-    /// TaskManager processes to start, 1 to 256.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
-    pub(crate) task_managers: u32,
-    /// Slots per TaskManager (default: the job's slot demand spread evenly).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
-    pub(crate) slots: Option<u32>,
-    /// Injected fault: SIGKILL the TaskManager with the most deployed tasks (ties: lowest id)
-    /// this long after the submission, ms; it is not replaced.
-    #[arg(long)]
-    pub(crate) kill_task_manager_after_ms: Option<u64>,
-    /// Per-TaskManager quota of partition files, bytes (each child's `--data-dir-max-bytes`).
-    #[arg(long)]
-    pub(crate) data_dir_max_bytes: Option<u64>,
-    /// After the job, compare the sinks' files in `--output-dir` with the counts computed from
-    /// the seeds alone (word count jobs); a wrong output exits 1.
-    #[arg(long, requires = "output_dir")]
-    pub(crate) verify: bool,
     #[command(flatten)]
     pub(crate) load: LoadArgs,
+    /// TaskManager processes to start, 1 to 256.
+    #[arg(help_heading = crate::headings::CLUSTER, long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub(crate) task_managers: u32,
+    /// Slots per TaskManager (default: the job's slot demand spread evenly).
+    #[arg(help_heading = crate::headings::CLUSTER, long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub(crate) slots: Option<u32>,
     #[command(flatten)]
     pub(crate) job: JobArgs,
     #[command(flatten)]
-    pub(crate) heartbeat: HeartbeatArgs,
+    pub(crate) scheduler: SchedulerArgs,
+    /// Injected fault: SIGKILL the TaskManager with the most deployed tasks (ties: lowest id)
+    /// this long after the submission, ms; it is not replaced.
+    #[arg(help_heading = crate::headings::FAULTS, long)]
+    pub(crate) kill_task_manager_after_ms: Option<u64>,
     #[command(flatten)]
     pub(crate) rpc: RpcArgs,
     #[command(flatten)]
-    pub(crate) scheduler: SchedulerArgs,
+    pub(crate) limits: JobManagerLimitsArgs,
     #[command(flatten)]
     pub(crate) speculative: SpeculativeArgs,
+    #[command(flatten)]
+    pub(crate) heartbeat: HeartbeatArgs,
+    /// Per-TaskManager quota of partition files, bytes (each child's `--data-dir-max-bytes`).
+    #[arg(help_heading = crate::headings::DATA, long)]
+    pub(crate) data_dir_max_bytes: Option<u64>,
+    /// After the job, compare the sinks' files in `--output-dir` with the counts computed from
+    /// the seeds alone (word count jobs); a wrong output exits 1.
+    #[arg(help_heading = crate::headings::DATA, long, requires = "output_dir")]
+    pub(crate) verify: bool,
     /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
+    #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
 }
 

@@ -12,7 +12,8 @@ use conflux_runtime::report::KilledTaskManager;
 use conflux_runtime::{JobManager, JobReport};
 
 use super::args::{jobmanager_config, ClusterArgs};
-use super::{interrupted, REGISTRATION_TIMEOUT};
+use super::REGISTRATION_TIMEOUT;
+use crate::work_dir::{self, Kind, WorkDir};
 use crate::Failure;
 
 /// The TaskManager children: killed and reaped when dropped, whatever happened.
@@ -125,17 +126,19 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
         None => default_slots(&bytes, args)?,
     };
     let options = args.job.options(&args.load)?;
-    let work = tempfile::Builder::new()
-        .prefix("conflux-cluster-")
-        .tempdir()
+    // Removed on every exit; after a SIGKILL, by the next `cluster`.
+    let work = WorkDir::create(Kind::Cluster)
         .context("creating the cluster's working directory")
         .map_err(Failure::Work)?;
+    // Its TaskManagers get their data directories under it as arguments.
+    super::paths::check_utf8(work.path(), "the temporary directory (TMPDIR)")?;
     let mut config = jobmanager_config(
         SocketAddr::from((Ipv4Addr::LOCALHOST, 0)),
         work.path().join("blobs"),
         &args.heartbeat,
         &args.rpc,
         args.scheduler,
+        args.limits,
         args.job.seed,
     )?;
     config.scheduler.speculative = args.speculative.options()?;
@@ -145,11 +148,11 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
     let mut children = Children(Vec::new());
     let result = tokio::select! {
         result = run_on(&jm, &mut children, args, bytes, slots, options, work.path(), started) => result,
-        () = interrupted() => Err(Failure::Work(anyhow!("interrupted: the TaskManagers were stopped"))),
+        () = work_dir::stop_requested() => Err(Failure::Work(anyhow!("interrupted: the TaskManagers were stopped"))),
     };
     // The JobManager first, so that the TaskManagers' ends are not reported as losses; then
     // every child is killed and reaped.
-    jm.shutdown().await;
+    super::shutdown_within_grace(jm).await;
     drop(children);
     result
 }
@@ -268,7 +271,8 @@ async fn run_on(
     drop(spinner);
     let mut report = report.map_err(|e| Failure::Work(e.into()))?;
     report.wall_ms.total = started.elapsed().as_secs_f64() * 1e3;
-    if args.verify {
+    // The output of a job that did not finish is incomplete (no `_SUCCESS`): nothing to verify.
+    if args.verify && report.status == "FINISHED" {
         verify(args, &options_dir(args)?, &mut report)?;
     }
     report.killed_task_manager = killed;

@@ -12,8 +12,19 @@ pub(crate) fn print_report(report: &JobReport, format: Format) -> Result<(), Fai
     }
 }
 
-fn mib(bytes: u64) -> String {
-    conflux_common::format::mib(bytes)
+/// Bytes as MiB, or `n/a` when unknown.
+fn mib(bytes: Option<u64>) -> String {
+    bytes.map_or_else(|| "n/a".to_owned(), conflux_common::format::mib)
+}
+
+/// A time in ms, or `n/a` when it was not measured.
+fn ms(value: Option<f64>, decimals: usize) -> String {
+    value.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.decimals$} ms"))
+}
+
+/// A count, or `n/a` when it was not counted.
+fn count(value: Option<u64>) -> String {
+    value.map_or_else(|| "n/a".to_owned(), group_digits)
 }
 
 fn render(r: &JobReport) -> String {
@@ -29,8 +40,9 @@ fn render(r: &JobReport) -> String {
     }
     out.push('\n');
     out.push_str(&format!(
-        "wall: deploy {:.1} ms, total {:.1} ms\n",
-        r.wall_ms.deploy, r.wall_ms.total
+        "wall: deploy {}, total {:.1} ms\n",
+        ms(r.wall_ms.deploy, 1),
+        r.wall_ms.total
     ));
     out.push_str(&format!(
         "tasks: {}, deployed {}, restarts {}\n",
@@ -40,26 +52,35 @@ fn render(r: &JobReport) -> String {
     ));
     out.push_str(&format!(
         "TaskManagers lost: {} ({} heartbeat timeouts), RPC timeouts: {}\n",
-        r.task_managers_lost, r.heartbeat_timeouts, r.rpc_timeouts
+        r.task_managers_lost,
+        count(r.heartbeat_timeouts),
+        count(r.rpc_timeouts)
     ));
     out.push_str(&format!(
-        "max heartbeat round trip: {:.1} ms, max scheduler call: {:.2} ms ({:.2} ms CPU)\n",
-        r.max_heartbeat_rtt_ms, r.max_handler_stall_ms, r.max_handler_cpu_ms
+        "max heartbeat round trip: {}, max scheduler call: {:.2} ms ({} CPU)\n",
+        ms(r.max_heartbeat_rtt_ms, 1),
+        r.max_handler_stall_ms,
+        ms(r.max_handler_cpu_ms, 2)
     ));
     out.push_str(&format!(
         "JobManager peak RSS: {}, blob fetches: {}\n",
-        mib(r.jobmanager_peak_rss_bytes),
-        r.blob_fetches
+        mib(r.jobmanager_peak_rss_bytes.or(r.peak_rss_bytes)),
+        group_digits(r.blob_fetches)
+    ));
+    out.push_str(&format!(
+        "TaskManagers: {}, {} of them received tasks\n",
+        group_digits(r.task_manager_count),
+        group_digits(r.task_managers.len() as u64)
     ));
     for tm in &r.task_managers {
         out.push_str(&format!(
             "  {}: {} slots, {} tasks, peak RSS {}, TDD bytes {}, blob fetches {}{}\n",
             tm.id,
-            tm.slots,
+            group_digits(u64::from(tm.slots)),
             group_digits(tm.tasks),
             mib(tm.peak_rss_bytes),
-            group_digits(tm.tdd_bytes_received),
-            tm.blob_fetches,
+            count(tm.tdd_bytes_received),
+            group_digits(tm.blob_fetches),
             if tm.lost { " (lost)" } else { "" }
         ));
     }
@@ -104,26 +125,24 @@ fn render(r: &JobReport) -> String {
             (None, _) => {}
         }
     }
-    if let Some(a) = &r.adaptive {
-        render_adaptive(a, &mut out);
-    }
+    render_adaptive(&r.adaptive, &mut out);
     out
 }
 
 /// What was decided at run time: a line per decided vertex, the skew, or why nothing was.
-fn render_adaptive(a: &conflux_runtime::report::AdaptiveJobReport, out: &mut String) {
+fn render_adaptive(a: &conflux_runtime::report::AdaptiveReport, out: &mut String) {
     if let Some(reason) = &a.undecided_at_estimate {
         out.push_str(&format!(
             "undecided vertices run at the estimate: {}\n",
             crate::failure::escape_controls(reason)
         ));
     }
-    for (vertex, p) in &a.decided_parallelism {
+    for (vertex, p) in a.decided_parallelism.iter().flatten() {
         out.push_str(&format!(
             "decided: {} -> parallelism {p}",
             crate::failure::escape_controls(vertex)
         ));
-        if let Some(b) = a.bytes_per_task.get(vertex) {
+        if let Some(b) = a.bytes_per_task.as_ref().and_then(|b| b.get(vertex)) {
             out.push_str(&format!(
                 ", bytes per task min {} / median {} / max {}",
                 group_digits(b.min),
@@ -133,10 +152,7 @@ fn render_adaptive(a: &conflux_runtime::report::AdaptiveJobReport, out: &mut Str
         }
         out.push('\n');
     }
-    if a.skewed_subpartitions.count > 0 {
-        out.push_str(&format!(
-            "skewed subpartitions: {}\n",
-            a.skewed_subpartitions.count
-        ));
+    if let Some(skewed) = a.skewed_subpartitions.as_ref().filter(|s| s.count > 0) {
+        out.push_str(&format!("skewed subpartitions: {}\n", skewed.count));
     }
 }

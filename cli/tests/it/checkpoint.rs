@@ -89,6 +89,20 @@ fn checkpoint_sim_text_and_bad_input() {
         text.contains("objects created") && text.contains("space amplification"),
         "{text}"
     );
+    // Numbers of four digits and more are grouped: the unmerged mode writes every one of the
+    // 120 small files and more, so its byte counts have digit groups, and no number is bare.
+    let bytes = text
+        .lines()
+        .find(|l| l.starts_with("bytes written"))
+        .expect("a bytes row");
+    assert!(bytes.contains(','), "{bytes}");
+    for word in text.split(|c: char| !(c.is_ascii_digit() || c == ',')) {
+        let digits = word.trim_matches(',');
+        assert!(
+            digits.len() < 4 || digits.contains(','),
+            "an ungrouped number {digits} in:\n{text}"
+        );
+    }
 
     let out = conflux(&["checkpoint-sim", "--abort-rate", "1.5", "--format", "json"]);
     assert_eq!(out.status.code(), Some(2));

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::support::{conflux, repo};
 
 /// A child process, killed (continued first when stopped) and reaped when dropped.
-struct Proc {
+pub(crate) struct Proc {
     child: Child,
     name: String,
     /// Standard error goes to this file.
@@ -25,10 +25,25 @@ struct Proc {
 impl Proc {
     /// Starts `conflux ARGS` with `RUST_LOG=info`, standard output and error to files in `dir`
     /// named after `name`. With `stdin_piped`, standard input stays open for the child's life.
-    fn start(name: &str, args: &[&str], dir: &Path, stdin_piped: bool) -> Proc {
+    pub(crate) fn start(name: &str, args: &[&str], dir: &Path, stdin_piped: bool) -> Proc {
+        Proc::start_with_tmpdir(name, args, dir, stdin_piped, None)
+    }
+
+    /// [`Proc::start`] with `TMPDIR` set to `tmpdir` (where its working directories go).
+    pub(crate) fn start_with_tmpdir(
+        name: &str,
+        args: &[&str],
+        dir: &Path,
+        stdin_piped: bool,
+        tmpdir: Option<&Path>,
+    ) -> Proc {
         let log = dir.join(format!("{name}.log"));
         let out = dir.join(format!("{name}.out"));
-        let child = Command::new(env!("CARGO_BIN_EXE_conflux"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_conflux"));
+        if let Some(tmpdir) = tmpdir {
+            command.env("TMPDIR", tmpdir);
+        }
+        let child = command
             .args(args)
             .current_dir(repo())
             .env("RUST_LOG", "info")
@@ -50,20 +65,20 @@ impl Proc {
         }
     }
 
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn stdout(&self) -> String {
+    pub(crate) fn stdout(&self) -> String {
         std::fs::read_to_string(&self.out).unwrap_or_default()
     }
 
     /// Sends `signal` (`STOP`, `CONT`, `KILL`) with kill(1).
-    fn signal(&mut self, signal: &str) {
+    pub(crate) fn signal(&mut self, signal: &str) {
         let status = Command::new("kill")
             .arg(format!("-{signal}"))
             .arg(self.pid().to_string())
@@ -78,7 +93,7 @@ impl Proc {
     }
 
     /// Waits (at most `limit`) for the process to exit.
-    fn wait(&mut self, limit: Duration) -> ExitStatus {
+    pub(crate) fn wait(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
@@ -97,13 +112,13 @@ impl Proc {
     }
 
     /// SIGKILL and reap.
-    fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 
     /// Waits (at most `limit`) until its log contains `text` `times` times; returns the log.
-    fn wait_for_log(&mut self, text: &str, times: usize, limit: Duration) -> String {
+    pub(crate) fn wait_for_log(&mut self, text: &str, times: usize, limit: Duration) -> String {
         let deadline = Instant::now() + limit;
         loop {
             let log = self.log();
@@ -140,7 +155,7 @@ impl Drop for Proc {
 }
 
 /// `conflux generate wordcount` into `dir/NAME`; returns the path.
-fn word_count(dir: &Path, parallelism: u32, partition_type: &str) -> String {
+pub(crate) fn word_count(dir: &Path, parallelism: u32, partition_type: &str) -> String {
     let path = dir.join(format!("wordcount-{parallelism}-{partition_type}.json"));
     let path = path.to_str().expect("utf-8 path").to_owned();
     let out = conflux(&[
@@ -162,7 +177,7 @@ fn word_count(dir: &Path, parallelism: u32, partition_type: &str) -> String {
 }
 
 /// Runs `conflux ARGS` to its end (at most `limit`); returns its status, stdout and stderr.
-fn run_bounded(
+pub(crate) fn run_bounded(
     name: &str,
     args: &[&str],
     dir: &Path,
@@ -173,20 +188,21 @@ fn run_bounded(
     (status, proc.stdout(), proc.log())
 }
 
-fn json(stdout: &str, stderr: &str) -> Value {
+pub(crate) fn json(stdout: &str, stderr: &str) -> Value {
     serde_json::from_str(stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}\nstderr: {stderr}"))
 }
 
-fn u64_at(report: &Value, key: &str) -> u64 {
+pub(crate) fn u64_at(report: &Value, key: &str) -> u64 {
     report[key]
         .as_u64()
         .unwrap_or_else(|| panic!("{key} is not a count in {report}"))
 }
 
-/// A `conflux jobmanager` on `address` with 100 ms heartbeats lost after 500 ms; returns it and
-/// the address it listens on (parsed from "JobManager listening on ADDR").
-fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
+/// A `conflux jobmanager` on `address` with 100 ms heartbeats lost after 500 ms, restarting
+/// failed tasks with exponential delay (tests lose TaskManagers); returns it and the address it
+/// listens on (parsed from "JobManager listening on ADDR").
+pub(crate) fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
     let blobs = dir.join(format!("{name}-blobs"));
     let mut jm = Proc::start(
         name,
@@ -200,6 +216,8 @@ fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
             "100",
             "--heartbeat-timeout-ms",
             "500",
+            "--restart-strategy",
+            "exponential-delay",
         ],
         dir,
         false,
@@ -217,7 +235,7 @@ fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, String) {
 
 /// A `conflux taskmanager` of `jobmanager` with `slots` slots (it exits with this test process:
 /// its standard input is held open).
-fn start_taskmanager(name: &str, jobmanager: &str, slots: u32, dir: &Path) -> Proc {
+pub(crate) fn start_taskmanager(name: &str, jobmanager: &str, slots: u32, dir: &Path) -> Proc {
     let data = dir.join(format!("{name}-data"));
     Proc::start(
         name,
@@ -237,7 +255,7 @@ fn start_taskmanager(name: &str, jobmanager: &str, slots: u32, dir: &Path) -> Pr
 }
 
 /// `conflux list --format json`: (job_id, status) of every job.
-fn list(jobmanager: &str, dir: &Path) -> Vec<(String, String)> {
+pub(crate) fn list(jobmanager: &str, dir: &Path) -> Vec<(String, String)> {
     let (status, stdout, stderr) = run_bounded(
         "list",
         &["list", "--jobmanager", jobmanager, "--format", "json"],
@@ -299,9 +317,16 @@ fn cluster_runs_a_word_count_on_two_task_managers_with_the_full_report() {
     ] {
         assert_eq!(u64_at(&r, key), 0, "{key}: {r}");
     }
-    for key in ["max_heartbeat_rtt_ms", "max_handler_stall_ms"] {
-        assert!(r[key].as_f64().is_some_and(|v| v >= 0.0), "{key}: {r}");
-    }
+    assert!(
+        r["max_handler_stall_ms"].as_f64().is_some_and(|v| v >= 0.0),
+        "{r}"
+    );
+    // Measured only when a heartbeat was answered while the job ran: null, never 0, otherwise.
+    let rtt = &r["max_heartbeat_rtt_ms"];
+    assert!(
+        rtt.is_null() || rtt.as_f64().is_some_and(|v| v >= 0.0),
+        "{r}"
+    );
     // A call's CPU time is part of its wall time.
     let cpu = r["max_handler_cpu_ms"]
         .as_f64()
@@ -357,6 +382,8 @@ fn cluster_survives_a_killed_task_manager() {
             "4",
             "--kill-task-manager-after-ms",
             "300",
+            "--restart-strategy",
+            "exponential-delay",
             "--task-duration-ms",
             "500..800",
             "--heartbeat-interval-ms",
@@ -383,10 +410,18 @@ fn cluster_survives_a_killed_task_manager() {
     assert!(u64_at(killed, "after_ms") >= 300, "{r}");
     assert!(u64_at(&r, "task_managers_lost") >= 1, "{r}");
     assert!(u64_at(&r, "restarts") >= 1, "{r}");
+    // Each restart is logged at WARN with its cause.
+    assert!(
+        stderr.contains("restarting tasks after a failure") && stderr.contains("was lost"),
+        "{stderr}"
+    );
     assert_eq!(u64_at(&r, "tasks"), 8);
     assert!(u64_at(&r, "tasks_deployed") > 8, "{r}");
+    // Three took part; listed are those that received tasks (the killed one did).
+    assert_eq!(u64_at(&r, "task_manager_count"), 3, "{r}");
     let tms = r["task_managers"].as_array().expect("task_managers");
-    assert_eq!(tms.len(), 3, "{r}");
+    assert!((2..=3).contains(&tms.len()), "{r}");
+    assert!(tms.iter().all(|t| u64_at(t, "tasks") > 0), "{r}");
     let entry = tms
         .iter()
         .find(|t| t["id"] == killed_id)
@@ -535,7 +570,11 @@ fn a_task_manager_cancels_its_tasks_when_its_jobmanager_dies_and_registers_with_
     jm.signal("KILL");
     jm.kill();
     let killed = Instant::now();
-    let log = tm.wait_for_log("registration failed", 1, Duration::from_secs(5));
+    let log = tm.wait_for_log(
+        "cannot register with the JobManager at",
+        1,
+        Duration::from_secs(5),
+    );
     // Within the heartbeat timeout (500 ms; the closed connection is seen at once), plus slack.
     assert!(
         killed.elapsed() < Duration::from_secs(3),
@@ -548,7 +587,9 @@ fn a_task_manager_cancels_its_tasks_when_its_jobmanager_dies_and_registers_with_
     let lost = log
         .find("registering again")
         .unwrap_or_else(|| panic!("no re-registration logged: {log}"));
-    let failed = log.find("registration failed").expect("found above");
+    let failed = log
+        .find("cannot register with the JobManager at")
+        .expect("found above");
     assert!(cancelled < lost && lost < failed, "{log}");
     assert!(
         log.contains("tasks=2"),
@@ -557,7 +598,13 @@ fn a_task_manager_cancels_its_tasks_when_its_jobmanager_dies_and_registers_with_
     let status = waiting.wait(Duration::from_secs(10));
     let stderr = waiting.log();
     assert_eq!(status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains(&address), "{stderr}");
+    // Regression: it said only "ADDR closed the connection".
+    assert!(
+        stderr.contains(&format!(
+            "the JobManager at {address} closed the connection while job"
+        )) && stderr.contains("the job's state is unknown"),
+        "{stderr}"
+    );
 
     // A new JobManager on the same address: the TaskManager registers with it and runs a job
     // that needs its slots.
@@ -869,9 +916,8 @@ fn a_paused_jobmanager_loses_its_task_managers_and_the_job_recovers() {
     assert_eq!(r["status"], "FINISHED", "{r}");
     assert!(u64_at(&r, "task_managers_lost") >= 2, "{r}");
     assert!(u64_at(&r, "restarts") >= 1, "{r}");
-    // Both registered again, under new ids.
-    let tms = r["task_managers"].as_array().expect("task_managers");
-    assert!(tms.len() >= 3, "{r}");
+    // Both registered again, under new ids: four took part.
+    assert!(u64_at(&r, "task_manager_count") >= 3, "{r}");
     tm_a.kill();
     tm_b.kill();
     jm.kill();
@@ -913,6 +959,8 @@ fn a_killed_task_manager_loses_its_partitions_and_the_output_is_still_right() {
             "4",
             "--kill-task-manager-after-ms",
             "1000",
+            "--restart-strategy",
+            "exponential-delay",
             "--sink-delay-us",
             "200000",
             "--heartbeat-interval-ms",
@@ -992,6 +1040,83 @@ fn cluster_decides_an_undecided_word_count_from_measured_bytes() {
     let data = &r["data"];
     assert_eq!(data["output_verified"], true, "{r}");
     assert_eq!(u64_at(data, "words"), 150_000, "{r}");
+}
+
+/// The cluster follows `run`'s scheduler rules: a forward group of undecided vertices (source 6
+/// -> map -1 -> FORWARD sink -1) decides 85 for both map and sink (an earlier Conflux decided
+/// the sink alone, 64); and without a restart strategy (Flink's default without checkpointing,
+/// none) a task that cannot write its partition (a data directory quota) fails the job at once,
+/// naming why (an earlier Conflux retried it forever, silently).
+#[test]
+fn cluster_decides_forward_groups_and_restarts_nothing_by_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("forward.json");
+    std::fs::write(
+        &file,
+        serde_json::json!({"job_type": "batch",
+            "vertices": [{"id": "source", "parallelism": 6}, {"id": "map", "parallelism": -1},
+                         {"id": "sink", "parallelism": -1}],
+            "edges": [
+                {"source": "source", "target": "map", "distribution_pattern": "all_to_all", "result_partition_type": "blocking"},
+                {"source": "map", "target": "sink", "distribution_pattern": "pointwise", "result_partition_type": "blocking", "ship_strategy": "FORWARD"}]})
+        .to_string(),
+    )
+    .expect("write");
+    let file = file.to_str().expect("utf-8 path");
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-forward",
+        &[
+            "cluster",
+            file,
+            "--task-duration-ms",
+            "0",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(90),
+    );
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(
+        r["decided_parallelism"],
+        serde_json::json!({"map": 85, "sink": 85})
+    );
+
+    let file = word_count_with_data(dir.path(), 2, 2, 10_000);
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-quota",
+        &[
+            "cluster",
+            &file,
+            "--task-managers",
+            "1",
+            "--slots",
+            "4",
+            "--data-dir-max-bytes",
+            "1000",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    assert_eq!(status.code(), Some(1), "{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(
+        (&r["status"], u64_at(&r, "restarts")),
+        (&Value::from("FAILED"), 0),
+        "{r}"
+    );
+    let reason = r["failure_reason"].as_str().expect("a reason");
+    assert!(
+        reason.starts_with(
+            "Recovery is suppressed by the restart strategy NoRestartBackoffTimeStrategy"
+        ),
+        "{reason}"
+    );
+    assert!(reason.contains("quota of 1000 bytes exceeded"), "{reason}");
 }
 
 /// Flink's adaptive word count plan on the cluster decides 64 counters from 1 GiB of synthetic
@@ -1158,4 +1283,215 @@ fn cluster_speculates_around_a_slow_task_manager() {
         assert_eq!(status.code(), Some(2), "{stdout}\n{stderr}");
         assert!(stderr.contains(message), "{stderr}");
     }
+}
+
+/// Every key path of a report (`wall_ms.total`, `task_managers[].id`): objects are walked,
+/// lists by their elements (`[]`), `null` and numbers end a path.
+fn key_paths(value: &Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                out.insert(path.clone());
+                key_paths(v, &path, out);
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                key_paths(item, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The key paths the README's report table documents (its first column, in backticks), each
+/// once; a segment in angle brackets (`data.reruns.<vertex>`) stands for any key of a map.
+fn documented_report_keys() -> Vec<String> {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let table = readme
+        .split("<!-- report keys -->")
+        .nth(1)
+        .expect("the README marks its report table with <!-- report keys -->");
+    let mut keys = Vec::new();
+    for row in table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+    {
+        let first = row.split('|').nth(1).unwrap_or_default();
+        keys.extend(
+            first
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|k| *k != "key")
+                .map(str::to_owned),
+        );
+    }
+    keys
+}
+
+fn documented(key: &str, documented: &[String]) -> bool {
+    let parts: Vec<&str> = key.split('.').collect();
+    documented.iter().any(|d| {
+        let pattern: Vec<&str> = d.split('.').collect();
+        pattern.len() == parts.len()
+            && pattern
+                .iter()
+                .zip(&parts)
+                .all(|(p, k)| p == k || (p.starts_with('<') && p.ends_with('>')))
+    })
+}
+
+/// One report schema: `run`, `cluster` and `submit` print the same top-level keys for the same
+/// job (whatever keys are added later: the three reports are compared with each other), every
+/// object present in two of them has the same keys, and the README documents every key once.
+/// The cluster run also ends without a warning: a clean shutdown is silent (regression: its
+/// TaskManagers warned "JobManager lost" when the heartbeat connection closed before the
+/// goodbye arrived on the main one).
+#[test]
+fn run_cluster_and_submit_print_one_report_schema_and_a_clean_run_warns_nothing() {
+    use std::collections::BTreeSet;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count_with_data(dir.path(), 4, 4, 2_000);
+    let (status, stdout, stderr) = run_bounded(
+        "run",
+        &["run", &file, "--format", "json", "--task-duration-ms", "0"],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    assert!(status.success(), "{stderr}");
+    let run = json(&stdout, &stderr);
+    // Eight TaskManagers: each could race its goodbye against its heartbeat connection's end.
+    let (status, stdout, stderr) = run_bounded(
+        "cluster",
+        &[
+            "cluster",
+            &file,
+            "--task-managers",
+            "8",
+            "--slots",
+            "1",
+            "--task-duration-ms",
+            "0",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    assert!(status.success(), "{stderr}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains(" WARN ")).collect();
+    assert!(
+        warnings.is_empty(),
+        "a clean run warned:\n{}",
+        warnings.join("\n")
+    );
+    let cluster = json(&stdout, &stderr);
+    let (mut jm, address) = start_jobmanager("jm", "127.0.0.1:0", dir.path());
+    let mut tm = start_taskmanager("tm", &address, 4, dir.path());
+    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    let (status, stdout, stderr) = run_bounded(
+        "submit",
+        &[
+            "submit",
+            &file,
+            "--jobmanager",
+            &address,
+            "--task-duration-ms",
+            "0",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    tm.kill();
+    jm.kill();
+    assert!(status.success(), "{stderr}");
+    let submit = json(&stdout, &stderr);
+
+    let top = |r: &Value| -> BTreeSet<String> {
+        r.as_object().expect("an object").keys().cloned().collect()
+    };
+    assert_eq!(top(&run), top(&cluster), "run against cluster");
+    assert_eq!(top(&submit), top(&cluster), "submit against cluster");
+    for r in [&run, &cluster, &submit] {
+        assert_eq!(r["status"], "FINISHED", "{r}");
+        assert_eq!(r["job"], "word count", "{r}");
+        assert_eq!(r["job_id"].as_str().map(str::len), Some(32), "{r}");
+        assert_eq!(u64_at(r, "tasks"), 8, "{r}");
+        // Not an adaptive job: its adaptive keys are null, not empty objects.
+        for key in [
+            "decided_parallelism",
+            "bytes_per_task",
+            "skewed_subpartitions",
+            "undecided_at_estimate",
+        ] {
+            assert_eq!(r[key], Value::Null, "{key}: {r}");
+        }
+        let listed = r["task_managers"].as_array().expect("a list");
+        assert!(
+            !listed.is_empty() && listed.iter().all(|tm| u64_at(tm, "tasks") > 0),
+            "{r}"
+        );
+        assert!(
+            u64_at(r, "task_manager_count") >= listed.len() as u64,
+            "{r}"
+        );
+    }
+    // Unknown is null, never 0: simulated TaskManagers have no RSS of their own, `run` has no
+    // heartbeats.
+    assert_eq!(
+        run["task_managers"][0]["peak_rss_bytes"],
+        Value::Null,
+        "{run}"
+    );
+    assert_eq!(run["heartbeat_timeouts"], Value::Null, "{run}");
+    assert_eq!(cluster["blob_server"], Value::Null, "{cluster}");
+    assert_eq!(u64_at(&cluster, "task_manager_count"), 8, "{cluster}");
+    // Objects present in two reports have the same keys.
+    let mut paths: Vec<BTreeSet<String>> = Vec::new();
+    for r in [&run, &cluster, &submit] {
+        let mut p = BTreeSet::new();
+        key_paths(r, "", &mut p);
+        paths.push(p);
+    }
+    for (i, j) in [(0, 1), (1, 2), (0, 2)] {
+        for key in paths[i].symmetric_difference(&paths[j]) {
+            let parent = key.rsplit_once('.').map(|(p, _)| p.to_owned());
+            let in_both = parent.is_some_and(|p| paths[i].contains(&p) && paths[j].contains(&p));
+            // A key under an object both have must be in both; under `null` in one it need not.
+            let parent_is_object_in_both = in_both && {
+                let reports = [&run, &cluster, &submit];
+                let at = |r: &Value, path: &str| -> Value {
+                    let pointer = format!("/{}", path.replace("[]", "/0").replace('.', "/"));
+                    r.pointer(&pointer).cloned().unwrap_or(Value::Null)
+                };
+                let p = key.rsplit_once('.').map(|(p, _)| p).unwrap_or_default();
+                at(reports[i], p).is_object() && at(reports[j], p).is_object()
+            };
+            assert!(!parent_is_object_in_both, "{key} is in one report only");
+        }
+    }
+    // The README documents every key once.
+    let table = documented_report_keys();
+    let mut seen = BTreeSet::new();
+    for key in &table {
+        assert!(seen.insert(key), "{key} is documented twice");
+    }
+    let undocumented: Vec<&String> = paths
+        .iter()
+        .flatten()
+        .filter(|k| !documented(k, &table))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "not in the README's report table: {undocumented:?}"
+    );
 }

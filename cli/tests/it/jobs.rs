@@ -1,7 +1,7 @@
 //! `conflux inspect`, `generate`, `run` and `simulate` end to end: outputs, the JSON contracts,
 //! exit codes.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::support::{conflux, json_of, repo};
 
@@ -374,7 +374,16 @@ fn run_finishes_the_10k_word_count_and_reports_the_contract_keys() {
     assert_eq!(r["trace_digest"].as_str().expect("digest").len(), 16);
     // One offloaded group, fetched once per TaskManager (1,000 of them) from the durable store.
     assert_eq!(r["descriptors"]["blobs_uploaded"], 1);
-    assert_eq!(r["task_managers"], 1_000);
+    assert_eq!(r["task_manager_count"], 1_000);
+    let tms = r["task_managers"]
+        .as_array()
+        .expect("one entry per TaskManager");
+    assert_eq!(tms.len(), 1_000);
+    assert!(
+        tms.iter()
+            .all(|tm| tm["tasks"] == 20 && tm["blob_fetches"] == 1),
+        "{tms:?}"
+    );
     assert_eq!(r["blob_fetches"], 1_000);
     assert_eq!(r["blob_cache_hits"], 9_000);
     assert_eq!(r["blob_server"]["durable_fetches"], 1_000);
@@ -398,6 +407,8 @@ fn run_with_faults_is_deterministic_per_seed() {
         "1",
         "--offload-threshold",
         "1",
+        "--restart-strategy",
+        "exponential-delay",
     ];
     let first = json_of(&conflux(&[&args[..], &["--seed", "7"]].concat()));
     let again = json_of(&conflux(&[&args[..], &["--seed", "7"]].concat()));
@@ -439,7 +450,175 @@ fn run_fails_with_exit_1_when_the_restart_strategy_gives_up() {
     let r = json_of(&out);
     assert_eq!(r["status"], "FAILED");
     assert_eq!(r["restarts"], 1);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("restart strategy"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains(
+        "Recovery is suppressed by the restart strategy ExponentialDelayRestartBackoffTimeStrategy"
+    ));
+}
+
+/// Flink's default restart strategy without checkpointing (every job here) is none: the first
+/// task failure fails the job. An earlier Conflux restarted with exponential delay by default,
+/// calling that Flink 1.20's default; a strategy given restarts.
+#[test]
+fn run_restarts_nothing_unless_a_strategy_is_given() {
+    let base = [
+        "run",
+        "fixtures/jobs/small/two-data-sets.json",
+        "--format",
+        "json",
+        "--quiet",
+        "--task-failure-rate",
+        "0.5",
+    ];
+    let out = conflux(&base);
+    assert_eq!(out.status.code(), Some(1));
+    let r = json_of(&out);
+    assert_eq!(
+        (&r["status"], &r["restarts"]),
+        (&json!("FAILED"), &json!(0))
+    );
+    let reason = r["failure_reason"].as_str().expect("a reason");
+    assert!(
+        reason.starts_with(
+            "Recovery is suppressed by the restart strategy NoRestartBackoffTimeStrategy (0 restart(s) so far): "
+        ),
+        "{reason}"
+    );
+    for strategy in [
+        &[
+            "--restart-strategy",
+            "fixed-delay",
+            "--restart-attempts",
+            "100",
+        ][..],
+        &[
+            "--restart-strategy",
+            "failure-rate",
+            "--restart-max-failures-per-interval",
+            "100",
+        ],
+        &["--restart-strategy", "exponential-delay"],
+        &["--restart-attempts", "100"],
+    ] {
+        let r = json_of(&conflux(&[&base[..], strategy].concat()));
+        assert_eq!(r["status"], "FINISHED", "{strategy:?}: {r}");
+        assert!(
+            r["restarts"].as_u64().expect("restarts") > 0,
+            "{strategy:?}"
+        );
+    }
+}
+
+/// Restart flags are Flink's options: an option of another strategy, an option without a
+/// strategy and a value Flink refuses are usage errors naming the flag.
+#[test]
+fn restart_flags_out_of_place_are_refused() {
+    for (flags, message) in [
+        (
+            &["--restart-delay-ms", "5"][..],
+            "--restart-delay-ms needs --restart-strategy",
+        ),
+        (
+            &["--restart-strategy", "fixed-delay", "--restart-backoff-multiplier", "2"],
+            "--restart-backoff-multiplier does not apply to --restart-strategy fixed-delay (it is an option of exponential-delay)",
+        ),
+        (
+            &["--restart-strategy", "exponential-delay", "--restart-backoff-multiplier", "1"],
+            "--restart-backoff-multiplier: restart-strategy.exponential-delay.backoff-multiplier 1 is not a finite number above 1",
+        ),
+        (
+            &["--restart-strategy", "retry-forever"],
+            "unknown restart strategy 'retry-forever' (expected none, fixed-delay, failure-rate or exponential-delay)",
+        ),
+    ] {
+        let out = conflux(
+            &[&["run", "fixtures/jobs/small/two-data-sets.json", "--quiet"][..], flags].concat(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{flags:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(message), "{flags:?}: {stderr}");
+    }
+}
+
+/// A slot request that times out fails the bulk's tasks through the restart strategy (Flink's
+/// bulk checker and `NoResourceAvailableException`): the streaming word count of 10 on one
+/// TaskManager of 2 slots with 5 attempts restarts 5 times and fails at about 1,813 s (an
+/// earlier Conflux failed it at 300 s with 0 restarts).
+#[test]
+fn run_restarts_a_job_whose_slots_never_come() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("p.json");
+    let file = file.to_str().expect("utf-8 path");
+    let generated = conflux(&[
+        "generate",
+        "wordcount",
+        "--parallelism",
+        "10",
+        "--result-partition-type",
+        "pipelined",
+        "-o",
+        file,
+    ]);
+    assert!(generated.status.success());
+    let out = conflux(&[
+        "run",
+        file,
+        "--task-managers",
+        "1",
+        "--slots",
+        "2",
+        "--restart-attempts",
+        "5",
+        "--format",
+        "json",
+        "--quiet",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let r = json_of(&out);
+    assert_eq!(
+        (&r["status"], &r["restarts"]),
+        (&json!("FAILED"), &json!(5))
+    );
+    let virtual_ms = r["virtual_ms"].as_u64().expect("virtual_ms");
+    assert!(
+        (1_811_000..=1_815_000).contains(&virtual_ms),
+        "{virtual_ms}"
+    );
+    assert!(r["failure_reason"]
+        .as_str()
+        .expect("a reason")
+        .contains("NoResourceAvailableException"));
+}
+
+/// FORWARD edges form a forward group: the reproduction (source 6 -> map -1 -> FORWARD sink -1)
+/// decides 85 for both (an earlier Conflux decided the sink from its own bytes, 64); two fixed,
+/// different parallelisms across a FORWARD edge are refused at load, naming the edge.
+#[test]
+fn run_decides_one_parallelism_per_forward_group() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("forward.json");
+    let mut job = json!({"job_type": "batch",
+        "vertices": [{"id": "source", "parallelism": 6}, {"id": "map", "parallelism": -1},
+                     {"id": "sink", "parallelism": -1}],
+        "edges": [
+            {"source": "source", "target": "map", "distribution_pattern": "all_to_all", "result_partition_type": "blocking"},
+            {"source": "map", "target": "sink", "distribution_pattern": "pointwise", "result_partition_type": "blocking", "ship_strategy": "FORWARD"}]});
+    std::fs::write(&file, job.to_string()).expect("write");
+    let path = file.to_str().expect("utf-8 path");
+    let r = json_of(&conflux(&["run", path, "--format", "json", "--quiet"]));
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(r["decided_parallelism"], json!({"map": 85, "sink": 85}));
+    job["vertices"][1]["parallelism"] = json!(4);
+    job["vertices"][2]["parallelism"] = json!(5);
+    std::fs::write(&file, job.to_string()).expect("write");
+    let out = conflux(&["run", path, "--quiet"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "edge 1 (map -> sink): Forward partitioning does not allow change of parallelism"
+        ),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -509,6 +688,21 @@ fn simulate_replays_a_script_as_json() {
         ),
         "{r}"
     );
+
+    // With a restart strategy the replay follows it: `none` fails the job at that failure.
+    let out = conflux(&[
+        "simulate",
+        "fixtures/jobs/small/shared-data-set.json",
+        "--script",
+        script.to_str().expect("utf-8"),
+        "--restart-strategy",
+        "none",
+        "--format",
+        "json",
+    ]);
+    let r = json_of(&out);
+    assert_eq!(r["status"], "FAILED", "{r}");
+    assert!(!r.to_string().contains("restart"), "{r}");
 
     std::fs::write(&script, r#"{"events": [{"finish": "B#0"}]}"#).expect("write");
     let out = conflux(&[

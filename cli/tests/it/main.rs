@@ -6,14 +6,16 @@ mod checkpoint;
 #[allow(clippy::unwrap_used)]
 mod checkpoint_script;
 mod cluster;
+mod cluster_limits;
 mod jobs;
 mod limits;
 mod logging;
+mod openapi;
 mod output;
 mod plan;
 mod readme;
-mod run_dir;
 mod speculative;
 mod support;
 mod usage;
 mod viewer;
+mod work_dir;

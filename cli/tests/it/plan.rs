@@ -269,7 +269,7 @@ fn flink_names_are_shown_kept_and_resolve_vertices() {
     assert_eq!(sort["name"], SORT);
     assert_eq!(
         sort["description"],
-        "[35]:Sort(orderBy=[revenue DESC])<br/>+- tpch_q5[36]: Writer<br/>"
+        "[35]:Sort(orderBy=[revenue DESC])\n+- tpch_q5[36]: Writer\n"
     );
     let text = String::from_utf8_lossy(&conflux(&["inspect", &q5]).stdout).into_owned();
     assert!(
@@ -494,31 +494,13 @@ fn edit_emits_flink_parallelism_overrides() {
     assert_eq!(out.status.code(), Some(2));
 }
 
-/// `plan rescale`: the 4 -> 3 worked example of 128 key groups in text and JSON, a vertex by
-/// name, and the refusal above the max parallelism (exit 2).
+/// `plan rescale`: the README's 4 -> 3 worked example of 128 key groups
+/// (`examples/rescale/agg.json`) in text and JSON, a vertex by id and by name, and the refusal
+/// above the max parallelism (exit 2).
 #[test]
 fn rescale_shows_key_groups_per_subtask() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("agg.json");
-    std::fs::write(
-        &path,
-        r#"{"job_type": "streaming", "vertices": [{"id": "agg", "name": "count per user", "parallelism": 4,
-            "operators": [{"uid": "agg", "name": "count", "state": [{"name": "acc", "kind": "value", "key_type": "STRING"}]}]}]}"#,
-    )
-    .unwrap();
-    let file = path.display().to_string();
-    let out = conflux(&[
-        "plan",
-        "rescale",
-        &file,
-        "--vertex",
-        "count per user",
-        "--parallelism",
-        "3",
-    ]);
-    assert!(out.status.success(), "{out:?}");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+    let file = "examples/rescale/agg.json".to_owned();
+    let expected =
         "vertex agg \"count per user\": parallelism 4 -> 3, 128 key groups (max parallelism, \
          Flink's default for the old parallelism); keyed state: yes\n\
          old subtasks\n  0: key groups 0-31 (32)\n  1: key groups 32-63 (32)\n  \
@@ -526,8 +508,21 @@ fn rescale_shows_key_groups_per_subtask() {
          new subtasks\n  0: key groups 0-42 (43), reads old 0 [0-31 (32)], old 1 [32-42 (11)]\n  \
          1: key groups 43-85 (43), reads old 1 [43-63 (21)], old 2 [64-85 (22)]\n  \
          2: key groups 86-127 (42), reads old 2 [86-95 (10)], old 3 [96-127 (32)]\n\
-         moves 65 of 128 key groups (50.8% of the state)\n"
-    );
+         moves 65 of 128 key groups (50.8% of the state)\n";
+    // The README's command, then the vertex by its name.
+    for vertex in ["agg", "count per user"] {
+        let out = conflux(&[
+            "plan",
+            "rescale",
+            &file,
+            "--vertex",
+            vertex,
+            "--parallelism",
+            "3",
+        ]);
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{vertex}");
+    }
     let out = conflux(&[
         "plan",
         "rescale",

@@ -130,3 +130,39 @@ fn blob_server_refuses_bad_bounds_and_job_ids() {
         assert_eq!(stderr.lines().count(), 1, "{stderr}");
     }
 }
+
+/// `conflux completions SHELL` prints a script naming the subcommands; `conflux man` the roff
+/// page of conflux or of a subcommand; an unknown subcommand is exit 2.
+#[test]
+fn completions_and_man_pages_print_to_stdout() {
+    for (shell, marker) in [
+        ("bash", "_conflux()"),
+        ("zsh", "#compdef conflux"),
+        ("fish", "complete -c conflux"),
+    ] {
+        let out = conflux(&["completions", shell]);
+        assert!(out.status.success(), "{shell}: {out:?}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(script.contains(marker), "{shell}: {script}");
+        // Subcommands and flags (fish names a long flag without its dashes).
+        for word in ["checkpoint-sim", "cluster", "slow-task-managers"] {
+            assert!(script.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let out = conflux(&["man"]);
+    assert!(out.status.success(), "{out:?}");
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH conflux 1"), "{page}");
+    assert!(page.contains("checkpoint\\-sim"), "{page}");
+    let out = conflux(&["man", "plan", "stats"]);
+    assert!(out.status.success(), "{out:?}");
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH conflux-plan-stats 1"), "{page}");
+    assert!(page.contains("offload\\-rule"), "{page}");
+    let out = conflux(&["man", "nope"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: conflux has no subcommand \"nope\"\n"
+    );
+}

@@ -6,6 +6,7 @@
 mod dynamic;
 mod edges;
 mod flink_fixtures;
+mod forward_groups;
 mod reference;
 mod regions;
 mod support;

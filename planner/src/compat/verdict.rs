@@ -7,7 +7,19 @@ use serde::{Deserialize, Serialize};
 
 /// The verdict of the analysis, worst last: `COMPATIBLE_AS_IS` < `COMPATIBLE_AFTER_RENAME` <
 /// `COMPATIBLE_AFTER_MIGRATION` < `UNKNOWN` < `INCOMPATIBLE` (the derived order).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum Verdict {
     /// The new plan restores the old state unchanged.
@@ -41,7 +53,7 @@ impl Verdict {
 }
 
 /// Options of the analysis.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CompatOptions {
     /// Old operator uid (or vertex id) -> new one, for operators whose uid changed on purpose.
@@ -54,7 +66,7 @@ pub struct CompatOptions {
 }
 
 /// One layer's verdict and findings.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Layer {
     /// The worst finding of the layer.
     pub verdict: Verdict,
@@ -88,7 +100,7 @@ pub(super) enum LayerKind {
 }
 
 /// An operator of one side.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct OperatorRef {
     /// Its vertex.
     pub vertex: String,
@@ -107,7 +119,7 @@ pub struct OperatorRef {
 }
 
 /// How an old operator was paired with a new one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MatchedBy {
     /// The same uid.
@@ -125,7 +137,7 @@ pub enum MatchedBy {
 }
 
 /// One row of the operator mapping.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct OperatorMapping {
     /// The old operator (absent for an added operator).
     pub old: Option<OperatorRef>,
@@ -140,7 +152,7 @@ pub struct OperatorMapping {
 }
 
 /// The result of the analysis.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct CompatReport {
     /// The overall verdict: the worst of the layers.
     pub verdict: Verdict,

@@ -8,29 +8,22 @@ use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use conflux_graph::load::LoadOptions;
-use serde_json::{json, Value};
+use serde_json::Value;
 
+use super::answers::{CompatRequest, CompiledPlanDocument, CompiledStates};
 use super::api_error::{bytes_response, to_bytes, ApiError, ApiResult, ErrorBody};
 use super::plans::parse_plan;
 use super::query::TtlQuery;
 use super::state::AppState;
-use crate::compat::{self, CompatOptions};
+use crate::compat::{self, CompatReport};
 use crate::compiled::{parse_duration_ms, CompiledPlan};
 
-/// `POST /compat` body.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CompatRequest {
-    old: Value,
-    new: Value,
-    #[serde(default)]
-    options: CompatOptions,
-}
-
-/// `POST /compat`: compiled plans when both have `flinkVersion`, else job graphs or Flink plans.
+/// `POST /v1/compat`: whether one posted plan restores another's state.
+///
+/// Compiled plans when both have `flinkVersion`, else job graphs or Flink plans.
 #[utoipa::path(post, path = "/compat", tag = "analyses",
-    request_body(content = Object, description = "`{old: plan, new: plan, options?: {renames: {old: new}, allow_non_restored_state}}`"),
-    responses((status = 200, description = "the compatibility report", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+    request_body(content = CompatRequest, description = "the old and the new plan, and the options"),
+    responses((status = 200, description = "the compatibility report", body = CompatReport), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn compat_plans(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
@@ -66,10 +59,10 @@ fn compat_of(body: &[u8]) -> Result<Bytes, ApiError> {
     to_bytes(&report)
 }
 
-/// `POST /compiled-plans/states`.
+/// `POST /v1/compiled-plans/states`: the stateful ExecNodes of a compiled plan.
 #[utoipa::path(post, path = "/compiled-plans/states", tag = "compiled plans",
-    request_body(content = Object, description = "a Flink compiled plan (COMPILE PLAN)"),
-    responses((status = 200, description = "`{flink_version, nodes, stateful_operators: [{id, type, description, states: [{index, name, ttl, ttl_ms}]}]}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+    request_body(content = CompiledPlanDocument, description = "a Flink compiled plan (COMPILE PLAN)"),
+    responses((status = 200, description = "the plan's version, its ExecNodes, and the stateful ones with their states", body = CompiledStates), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn compiled_states(
     State(state): State<Arc<AppState>>,
     body: Result<Bytes, BytesRejection>,
@@ -78,23 +71,24 @@ pub(super) async fn compiled_states(
     let answer = state
         .compute("reading the compiled plan", move || {
             let plan = CompiledPlan::parse(&body)?;
-            to_bytes(&json!({
-                "flink_version": plan.flink_version(),
-                "nodes": plan.node_count(),
-                "stateful_operators": plan.stateful_operators(),
-            }))
+            to_bytes(&CompiledStates {
+                flink_version: plan.flink_version().map(str::to_owned),
+                nodes: plan.node_count(),
+                stateful_operators: plan.stateful_operators().to_vec(),
+            })
         })
         .await??;
     Ok(bytes_response(StatusCode::OK, answer))
 }
 
-/// `POST /compiled-plans/ttl?node=n&state=s&ttl=d`: the plan with that TTL, nothing else
-/// changed.
+/// `POST /v1/compiled-plans/ttl`: a compiled plan with one state's TTL changed.
+///
+/// Nothing else changes: the answer is the posted plan byte for byte apart from that value.
 #[utoipa::path(post, path = "/compiled-plans/ttl", tag = "compiled plans",
     params(("node" = i64, Query, description = "ExecNode id"), ("state" = String, Query, description = "state name"),
         ("ttl" = String, Query, description = "Flink duration, e.g. `1 h`")),
-    request_body(content = Object, description = "a Flink compiled plan"),
-    responses((status = 200, description = "the compiled plan with that TTL changed, nothing else", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+    request_body(content = CompiledPlanDocument, description = "a Flink compiled plan"),
+    responses((status = 200, description = "the compiled plan with that TTL changed, nothing else", body = CompiledPlanDocument), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn compiled_ttl(
     State(state): State<Arc<AppState>>,
     query: Result<Query<TtlQuery>, QueryRejection>,

@@ -1,29 +1,27 @@
 //! Connections of the service: an accept loop that keeps at most `max_connections` open
 //! (closing the longest idle one to make room), and per connection hyper's HTTP/1 server with
-//! a header-read timeout and an idle timeout.
-//! `axum::serve` has neither (it sets no timer), so 200 silent sockets could hold 200
+//! a header-read timeout and an idle timeout. The cap and each connection's activity (bytes
+//! moved, requests in progress) are `conflux-connections`', shared with the blob server and the
+//! data server. `axum::serve` has neither (it sets no timer), so 200 silent sockets could hold 200
 //! descriptors forever.
 
-mod activity;
-
-use std::collections::HashMap;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
 use axum::Router;
+use conflux_connections::{Activity, Busy, ConnectionCap, Slot, Tracked, LONGEST_TIMEOUT};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
-use tokio::sync::{watch, Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tower::ServiceExt;
 
 use super::config::ServiceConfig;
-use activity::{Activity, Busy, Tracked};
 
 /// The connection limits of [`ServiceConfig`].
 #[derive(Clone, Copy, Debug)]
@@ -33,78 +31,16 @@ pub(super) struct Limits {
     max_connections: usize,
 }
 
-/// The longest timeout honoured (a year): `Instant + Duration::MAX` would overflow.
-const LONGEST_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
-
 impl Limits {
     pub(super) fn of(config: &ServiceConfig) -> Limits {
         Limits {
             header_read_timeout: config.header_read_timeout.min(LONGEST_TIMEOUT),
             idle_timeout: config.idle_timeout.min(LONGEST_TIMEOUT),
             // tokio's semaphore takes at most u32::MAX >> 3 permits.
-            max_connections: config.max_connections.clamp(1, Semaphore::MAX_PERMITS),
+            max_connections: config
+                .max_connections
+                .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
         }
-    }
-}
-
-/// The open connections, so that one can be chosen and told to close when the cap is reached.
-#[derive(Debug, Default)]
-struct Open {
-    next_id: u64,
-    connections: HashMap<u64, (Arc<Activity>, Arc<Notify>)>,
-}
-
-impl Open {
-    fn lock(open: &Mutex<Open>) -> MutexGuard<'_, Open> {
-        // Entries are inserted and removed whole: a poisoned registry is consistent.
-        open.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Registers a connection; it is unregistered when the returned entry is dropped.
-    fn register(open: &Arc<Mutex<Open>>, activity: &Arc<Activity>) -> Registered {
-        let close = Arc::new(Notify::new());
-        let mut this = Open::lock(open);
-        let id = this.next_id;
-        this.next_id += 1;
-        this.connections
-            .insert(id, (Arc::clone(activity), Arc::clone(&close)));
-        Registered {
-            open: Arc::clone(open),
-            id,
-            close,
-        }
-    }
-
-    /// Tells the connection that moved no byte for the longest time and has no request being
-    /// handled to close; `false` when every connection is handling a request.
-    fn close_longest_idle(open: &Mutex<Open>) -> bool {
-        let mut this = Open::lock(open);
-        let victim = this
-            .connections
-            .iter()
-            .filter(|(_, (activity, _))| activity.is_between_requests())
-            .min_by_key(|(_, (activity, _))| activity.last())
-            .map(|(id, _)| *id);
-        match victim.and_then(|id| this.connections.remove(&id)) {
-            Some((_, close)) => {
-                close.notify_one();
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-/// A connection's entry in [`Open`], removed on drop.
-struct Registered {
-    open: Arc<Mutex<Open>>,
-    id: u64,
-    close: Arc<Notify>,
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        Open::lock(&self.open).connections.remove(&self.id);
     }
 }
 
@@ -123,8 +59,7 @@ pub(super) async fn serve(
     limits: Limits,
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
-    let slots = Arc::new(Semaphore::new(limits.max_connections));
-    let open = Arc::new(Mutex::new(Open::default()));
+    let cap = ConnectionCap::new(limits.max_connections);
     let (stop, stopped) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
@@ -140,25 +75,16 @@ pub(super) async fn serve(
                 }
             },
         };
-        let slot = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(slot) => slot,
-            Err(_) => {
-                if Open::close_longest_idle(&open) {
-                    tracing::debug!(%peer, "connection cap reached: closing the longest idle connection");
-                }
-                tokio::select! {
-                    () = &mut shutdown => break,
-                    slot = Arc::clone(&slots).acquire_owned() => match slot {
-                        Ok(slot) => slot,
-                        Err(_) => break,
-                    },
-                }
-            }
+        let activity = Arc::new(Activity::new());
+        if cap.open() >= cap.max_connections() {
+            tracing::debug!(%peer, "connection cap reached: closing the longest idle connection");
+        }
+        let slot = tokio::select! {
+            () = &mut shutdown => break,
+            slot = cap.admit(Arc::clone(&activity)) => slot,
         };
         // Small answers must not wait for Nagle's algorithm.
         let _ = tcp.set_nodelay(true);
-        let activity = Arc::new(Activity::new());
-        let registered = Open::register(&open, &activity);
         tokio::spawn(connection(
             Tracked::new(tcp, Arc::clone(&activity)),
             peer,
@@ -166,17 +92,15 @@ pub(super) async fn serve(
             limits,
             Watch {
                 activity,
-                registered,
+                slot,
                 stop: stopped.clone(),
             },
-            slot,
         ));
     }
     let _ = stop.send(true);
     drop(listener);
     // Every open connection holds a slot until it is closed.
-    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    let _ = slots.acquire_many(all).await;
+    cap.all_closed().await;
     Ok(())
 }
 
@@ -184,19 +108,18 @@ pub(super) async fn serve(
 /// registry (closed to make room), and the service's stop.
 struct Watch {
     activity: Arc<Activity>,
-    registered: Registered,
+    slot: Slot,
     stop: watch::Receiver<bool>,
 }
 
 /// Serves one connection until the client closes it, a timeout closes it, it is closed to make
 /// room, or the service stops (after the request in progress).
 async fn connection(
-    io: Tracked,
+    io: Tracked<TcpStream>,
     peer: SocketAddr,
     router: Router,
     limits: Limits,
     mut watch: Watch,
-    _slot: OwnedSemaphorePermit,
 ) {
     let requests = Arc::clone(&watch.activity);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
@@ -214,7 +137,6 @@ async fn connection(
         .header_read_timeout(limits.header_read_timeout);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
-    let close = Arc::clone(&watch.registered.close);
     let mut stopping = false;
     loop {
         let deadline = watch.activity.idle_deadline(limits.idle_timeout);
@@ -229,7 +151,7 @@ async fn connection(
                 stopping = true;
                 conn.as_mut().graceful_shutdown();
             }
-            () = close.notified() => {
+            () = watch.slot.close_requested() => {
                 tracing::debug!(%peer, "closed to make room for a new connection");
                 return;
             }
@@ -261,7 +183,7 @@ mod tests {
         });
         assert_eq!(limits.idle_timeout, LONGEST_TIMEOUT);
         assert_eq!(limits.header_read_timeout, LONGEST_TIMEOUT);
-        assert_eq!(limits.max_connections, Semaphore::MAX_PERMITS);
+        assert_eq!(limits.max_connections, tokio::sync::Semaphore::MAX_PERMITS);
         // Deadlines of the longest timeout do not overflow, busy or idle.
         let activity = Arc::new(Activity::new());
         assert!(activity.idle_deadline(limits.idle_timeout) > Instant::now());

@@ -11,8 +11,11 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use conflux_graph::json::JobGraphJson;
 use conflux_graph::load::{self, LoadOptions};
-use serde_json::{json, Value};
 
+use super::answers::{
+    CompatAnswer, DiffAnswer, EditApplied, PlanCreated, PlanEntry, PlanList, PlanSummary,
+    StorablePlan, VersionList,
+};
 use super::api_error::{
     bytes_response, created, json_response, to_bytes, ApiError, ApiResult, ErrorBody,
 };
@@ -32,12 +35,16 @@ pub(super) fn parse_plan(bytes: &[u8], options: &LoadOptions) -> Result<JobGraph
     Ok(json)
 }
 
-/// `POST /plans`.
+/// `POST /v1/plans`: store a plan as version 1 of a new plan id.
 #[utoipa::path(post, path = "/plans", tag = "plans",
     params(("parallelism" = Option<u32>, Query, description = "sets every vertex above parallelism 1 to this"),
         ("default_parallelism" = Option<u32>, Query, description = "parallelism of Flink's -1 vertices (default 128)")),
-    request_body(content = Object, description = "job graph JSON or Flink's JSON plan (`/jobs/<id>/plan`)"),
-    responses((status = 201, description = "`{id, name, version: 1}`; `Location: /v1/plans/{id}`", body = Object),
+    request_body(content = StorablePlan, description = "job graph JSON or Flink's JSON plan (`/jobs/<id>/plan`)",
+        example = json!({"name": "word count", "job_type": "batch",
+            "vertices": [{"id": "source", "parallelism": 4}, {"id": "count", "parallelism": 4}],
+            "edges": [{"source": "source", "target": "count", "distribution_pattern": "all_to_all",
+                       "result_partition_type": "blocking", "ship_strategy": "HASH[word]"}]})),
+    responses((status = 201, description = "the stored plan; `Location: /v1/plans/{id}`", body = PlanCreated),
         (status = "4XX", description = "the problem, named", body = ErrorBody), (status = 507, description = "too many plans, or over the memory budget", body = ErrorBody)))]
 pub(super) async fn submit(
     State(state): State<Arc<AppState>>,
@@ -59,12 +66,21 @@ pub(super) async fn submit(
     let evicted = state.store().insert(id.clone(), plan, bytes)?;
     release(evicted);
     let location = format!("/v1/plans/{id}");
-    created(&location, &json!({ "id": id, "name": name, "version": 1 }))
+    created(
+        &location,
+        &PlanCreated {
+            id,
+            name,
+            version: 1,
+        },
+    )
 }
 
-/// `DELETE /plans/{id}`: the plan, its versions and statistics are gone, and its bytes and its
+/// `DELETE /v1/plans/{id}`: delete a plan.
+///
+/// The plan, its versions and statistics are gone, and its bytes and its
 /// place among the `max_plans` are free.
-#[utoipa::path(delete, path = "/plans/{id}", tag = "plans", params(("id" = String, Path, description = "plan id, e.g. p1")),
+#[utoipa::path(delete, path = "/plans/{id}", tag = "plans", params(("id" = String, Path, description = "plan id, e.g. p2", example = "p2")),
     responses((status = 204, description = "deleted"), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn delete_plan(
     State(state): State<Arc<AppState>>,
@@ -75,11 +91,13 @@ pub(super) async fn delete_plan(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// `DELETE /plans/{id}/versions/{version}`: that version and its statistics are gone (versions
+/// `DELETE /v1/plans/{id}/versions/{version}`: delete a version.
+///
+/// That version and its statistics are gone (versions
 /// edited from it keep it as their `parent`); the only version left is refused (409
 /// `last_version`: delete the plan).
 #[utoipa::path(delete, path = "/plans/{id}/versions/{version}", tag = "plans",
-    params(("id" = String, Path, description = "plan id, e.g. p1"), ("version" = u32, Path, description = "version number")),
+    params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1"), ("version" = u32, Path, description = "version number", example = 1)),
     responses((status = 204, description = "deleted"),
         (status = 409, description = "the plan's only version", body = ErrorBody), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn delete_version(
@@ -95,28 +113,26 @@ pub(super) async fn delete_version(
     Ok(StatusCode::NO_CONTENT.into_response())
 }
 
-/// `GET /plans`.
+/// `GET /v1/plans`: the stored plans.
 #[utoipa::path(get, path = "/plans", tag = "plans",
-    responses((status = 200, description = "`{plans: [{id, name, versions}]}`", body = Object)))]
+    responses((status = 200, description = "every stored plan, by id", body = PlanList)))]
 pub(super) async fn list_plans(State(state): State<Arc<AppState>>) -> ApiResult {
-    let mut list: Vec<Value> = state
+    let mut plans: Vec<PlanEntry> = state
         .store()
         .iter()
-        .map(|(id, s)| {
-            json!({
-                "id": id,
-                "name": s.plan.latest().plan.name,
-                "versions": s.plan.latest().number,
-            })
+        .map(|(id, s)| PlanEntry {
+            id: id.clone(),
+            name: s.plan.latest().plan.name.clone(),
+            versions: s.plan.latest().number,
         })
         .collect();
-    list.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
-    json_response(StatusCode::OK, &json!({ "plans": list }))
+    plans.sort_by(|a, b| a.id.cmp(&b.id));
+    json_response(StatusCode::OK, &PlanList { plans })
 }
 
-/// `GET /plans/{id}`.
-#[utoipa::path(get, path = "/plans/{id}", tag = "plans", params(("id" = String, Path, description = "plan id, e.g. p1")),
-    responses((status = 200, description = "`{id, name, latest, versions: [{number, parent, edit}]}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+/// `GET /v1/plans/{id}`: a plan and its versions.
+#[utoipa::path(get, path = "/plans/{id}", tag = "plans", params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1")),
+    responses((status = 200, description = "the plan's latest version and every version", body = PlanSummary), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn plan_summary(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -126,25 +142,30 @@ pub(super) async fn plan_summary(
     let latest = s.plan.latest();
     json_response(
         StatusCode::OK,
-        &json!({
-            "id": id,
-            "name": latest.plan.name,
-            "latest": latest.number,
-            "versions": s.plan.versions(),
-        }),
+        &PlanSummary {
+            name: latest.plan.name.clone(),
+            latest: latest.number,
+            versions: s.plan.versions().to_vec(),
+            id,
+        },
     )
 }
 
-/// `GET /plans/{id}/versions`.
-#[utoipa::path(get, path = "/plans/{id}/versions", tag = "plans", params(("id" = String, Path, description = "plan id, e.g. p1")),
-    responses((status = 200, description = "`{versions: [{number, parent, edit}]}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+/// `GET /v1/plans/{id}/versions`: a plan's versions.
+#[utoipa::path(get, path = "/plans/{id}/versions", tag = "plans", params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1")),
+    responses((status = 200, description = "the versions, oldest first", body = VersionList), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn list_versions(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
 ) -> ApiResult {
     let mut store = state.store();
     let s = store.get(&id)?;
-    json_response(StatusCode::OK, &json!({ "versions": s.plan.versions() }))
+    json_response(
+        StatusCode::OK,
+        &VersionList {
+            versions: s.plan.versions().to_vec(),
+        },
+    )
 }
 
 fn version_number(text: &str) -> Result<u32, ApiError> {
@@ -157,10 +178,10 @@ fn version_number(text: &str) -> Result<u32, ApiError> {
     })
 }
 
-/// `GET /plans/{id}/versions/{version}`.
+/// `GET /v1/plans/{id}/versions/{version}`: the plan of a version.
 #[utoipa::path(get, path = "/plans/{id}/versions/{version}", tag = "plans",
-    params(("id" = String, Path, description = "plan id, e.g. p1"), ("version" = u32, Path, description = "version number")),
-    responses((status = 200, description = "the plan of that version (job graph JSON)", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+    params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1"), ("version" = u32, Path, description = "version number", example = 1)),
+    responses((status = 200, description = "the plan of that version (job graph JSON)", body = JobGraphJson), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn get_version(
     State(state): State<Arc<AppState>>,
     Path((id, version)): Path<(String, String)>,
@@ -173,11 +194,12 @@ pub(super) async fn get_version(
     Ok(bytes_response(StatusCode::OK, body))
 }
 
-/// `POST /plans/{id}/edits`.
+/// `POST /v1/plans/{id}/edits`: apply an edit, making a new version.
 #[utoipa::path(post, path = "/plans/{id}/edits", tag = "edits",
-    params(("id" = String, Path, description = "plan id, e.g. p1"), ("base" = Option<u32>, Query, description = "the version to edit (default: the latest)")),
-    request_body(content = Object, description = "an edit: `{kind, ...}` (README: Edits)"),
-    responses((status = 201, description = "`{id, version, parent, edit, channels}`; `Location: /v1/plans/{id}/versions/{version}`", body = Object),
+    params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1"), ("base" = Option<u32>, Query, description = "the version to edit (default: the latest)")),
+    request_body(content = Edit, description = "an edit: `{kind, ...}`",
+        example = json!({"kind": "set_parallelism", "vertex": "count", "parallelism": 3})),
+    responses((status = 201, description = "the new version; `Location: /v1/plans/{id}/versions/{version}`", body = EditApplied),
         (status = 409, description = "the edit is refused, with the reason", body = ErrorBody), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn apply_edit(
     State(state): State<Arc<AppState>>,
@@ -211,17 +233,17 @@ pub(super) async fn apply_edit(
     let (answer, evicted) = {
         let mut store = state.store();
         let (v, evicted) = store.add_version(&id, base, edit, plan, bytes)?;
-        let answer = json!({
-            "id": id,
-            "version": v.number,
-            "parent": v.parent,
-            "edit": v.edit,
-            "channels": channels,
-        });
+        let answer = EditApplied {
+            id: id.clone(),
+            version: v.number,
+            parent: v.parent,
+            edit: v.edit.clone(),
+            channels,
+        };
         (answer, evicted)
     };
     release(evicted);
-    let location = format!("/v1/plans/{id}/versions/{}", answer["version"]);
+    let location = format!("/v1/plans/{id}/versions/{}", answer.version);
     created(&location, &answer)
 }
 
@@ -242,11 +264,11 @@ fn two_versions(
     ))
 }
 
-/// `GET /plans/{id}/diff`.
+/// `GET /v1/plans/{id}/diff`: what changed between two versions.
 #[utoipa::path(get, path = "/plans/{id}/diff", tag = "analyses",
-    params(("id" = String, Path, description = "plan id, e.g. p1"), ("from" = Option<u32>, Query, description = "default: the version before `to`"),
+    params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1"), ("from" = Option<u32>, Query, description = "default: the version before `to`"),
         ("to" = Option<u32>, Query, description = "default: the latest")),
-    responses((status = 200, description = "`{from, to, diff}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+    responses((status = 200, description = "the two versions and what changed", body = DiffAnswer), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn diff_versions(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -256,18 +278,22 @@ pub(super) async fn diff_versions(
     let (from, old, to, new) = two_versions(&state, &id, &query)?;
     let body = state
         .compute("the diff", move || {
-            to_bytes(&json!({ "from": from, "to": to, "diff": diff(&old, &new) }))
+            to_bytes(&DiffAnswer {
+                from,
+                to,
+                diff: diff(&old, &new),
+            })
         })
         .await??;
     Ok(bytes_response(StatusCode::OK, body))
 }
 
-/// `GET /plans/{id}/compat`.
+/// `GET /v1/plans/{id}/compat`: whether a version restores an older version's state.
 #[utoipa::path(get, path = "/plans/{id}/compat", tag = "analyses",
-    params(("id" = String, Path, description = "plan id, e.g. p1"), ("from" = Option<u32>, Query, description = "default: the version before `to`"),
+    params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1"), ("from" = Option<u32>, Query, description = "default: the version before `to`"),
         ("to" = Option<u32>, Query, description = "default: the latest"),
         ("allow_non_restored_state" = Option<bool>, Query, description = "state of removed operators may be dropped")),
-    responses((status = 200, description = "`{from, to, report}`", body = Object), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
+    responses((status = 200, description = "the two versions and the compatibility report", body = CompatAnswer), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn compat_versions(
     State(state): State<Arc<AppState>>,
     Path(id): Path<String>,
@@ -282,21 +308,22 @@ pub(super) async fn compat_versions(
     let body = state
         .compute("the compatibility analysis", move || {
             let report = compat::analyze(&old, &new, &options)?;
-            to_bytes(&json!({ "from": from, "to": to, "report": report }))
+            to_bytes(&CompatAnswer { from, to, report })
         })
         .await??;
     Ok(bytes_response(StatusCode::OK, body))
 }
 
-/// `GET /plans/{id}/rescale?vertex=v&parallelism=p[&max_parallelism=m&version=n]`: the key
-/// groups of the vertex (by id or unique name) before and after, as [`crate::rescale::rescale`]
-/// computes them.
+/// `GET /v1/plans/{id}/rescale`: a vertex's key groups before and after a parallelism change.
+///
+/// The vertex is named by id or unique name; the answer is what `conflux plan rescale --format
+/// json` prints.
 #[utoipa::path(get, path = "/plans/{id}/rescale", tag = "analyses",
-    params(("id" = String, Path, description = "plan id, e.g. p1"), ("vertex" = String, Query, description = "vertex id or unique name"),
-        ("parallelism" = u32, Query, description = "the new parallelism"),
+    params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1"), ("vertex" = String, Query, description = "vertex id or unique name", example = "count"),
+        ("parallelism" = u32, Query, description = "the new parallelism", example = 3),
         ("max_parallelism" = Option<u32>, Query, description = "must be the max parallelism the state was written with"),
         ("version" = Option<u32>, Query, description = "default: the latest")),
-    responses((status = 200, description = "key groups per old and new subtask, as `conflux plan rescale --format json`", body = Object),
+    responses((status = 200, description = "key groups per old and new subtask, as `conflux plan rescale --format json`", body = crate::rescale::Rescale),
         (status = 409, description = "refused, with the reason", body = ErrorBody), (status = "4XX", description = "the problem, named", body = ErrorBody)))]
 pub(super) async fn rescale_vertex(
     State(state): State<Arc<AppState>>,

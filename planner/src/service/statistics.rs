@@ -9,9 +9,9 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use conflux_graph::json::JobGraphJson;
-use conflux_graph::{ExecutionGraph, JobGraph, JobVertexIndex, PipelinedRegions};
-use serde_json::{json, Value};
+use conflux_graph::{ExecutionGraph, Idx, JobGraph, LogicalRegionIndex, PipelinedRegions};
 
+use super::answers::{RegionSize, Regions};
 use super::api_error::{bytes_response, to_bytes, ApiError, ApiResult, ErrorBody};
 use super::query::VersionQuery;
 use super::state::{release, AppState};
@@ -29,25 +29,30 @@ fn compute_cached(plan: &JobGraphJson, config: &StatsConfig) -> Result<Cached, A
     for size in regions.sizes() {
         *histogram.entry(size).or_insert(0) += 1;
     }
-    let sizes: Vec<Value> = histogram
+    let sizes: Vec<RegionSize> = histogram
         .iter()
-        .map(|(size, count)| json!({"size": size, "count": count}))
+        .map(|(&size, &count)| RegionSize { size, count })
         .collect();
     // The job vertices of each logical region (region index = position), by id, for the
-    // plan viewer's colours.
+    // plan viewer's colours: the numbering of `inspect` and the scheduler (regions by first
+    // vertex in topological order, members in topological order), whatever the plan's order.
     let logical = regions.logical();
-    let mut members: Vec<Vec<&str>> = vec![Vec::new(); logical.len()];
-    for (i, vertex) in plan.vertices.iter().enumerate() {
-        let index = u32::try_from(i).map_err(|_| ApiError::bug("bug: vertex index above u32"))?;
-        members[logical.region_of(JobVertexIndex(index)).0 as usize].push(&vertex.id);
-    }
-    let regions_json = json!({
-        "count": stats.regions.count,
-        "largest": stats.regions.largest,
-        "logical": stats.regions.logical,
-        "sizes": sizes,
-        "logical_regions": members,
-    });
+    let job = graph.job_graph();
+    let members: Vec<Vec<String>> = (0..logical.len())
+        .map(|r| {
+            logical
+                .members(LogicalRegionIndex::from_usize(r))
+                .map(|v| job.vertex_id(v).to_owned())
+                .collect()
+        })
+        .collect();
+    let regions_json = Regions {
+        count: stats.regions.count,
+        largest: stats.regions.largest,
+        logical: stats.regions.logical,
+        sizes,
+        logical_regions: members,
+    };
     Ok(Cached {
         stats: to_bytes(&stats)?,
         regions: to_bytes(&regions_json)?,
@@ -87,11 +92,11 @@ async fn cached(
     Ok(Arc::clone(cached))
 }
 
-/// `GET /plans/{id}/stats`.
+/// `GET /v1/plans/{id}/stats`: a version's statistics.
 #[utoipa::path(get, path = "/plans/{id}/stats", tag = "statistics",
-    params(("id" = String, Path, description = "plan id, e.g. p1"),
+    params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1"),
         ("version" = Option<u32>, Query, description = "version number (default: the latest)")),
-    responses((status = 200, description = "statistics, as `conflux plan stats --format json`", body = Object),
+    responses((status = 200, description = "statistics, as `conflux plan stats --format json`", body = crate::stats::PlanStats),
         (status = "4XX", description = "unknown plan or version, bad query", body = ErrorBody)))]
 pub(super) async fn stats(
     State(state): State<Arc<AppState>>,
@@ -103,11 +108,11 @@ pub(super) async fn stats(
     Ok(bytes_response(StatusCode::OK, c.stats.clone()))
 }
 
-/// `GET /plans/{id}/regions`.
+/// `GET /v1/plans/{id}/regions`: a version's pipelined regions.
 #[utoipa::path(get, path = "/plans/{id}/regions", tag = "statistics",
-    params(("id" = String, Path, description = "plan id, e.g. p1"),
+    params(("id" = String, Path, description = "plan id, e.g. p1", example = "p1"),
         ("version" = Option<u32>, Query, description = "version number (default: the latest)")),
-    responses((status = 200, description = "`{count, largest, logical, sizes: [{size, count}], logical_regions: [[vertex id]]}`", body = Object),
+    responses((status = 200, description = "scheduling regions by size and the job vertices of each logical region", body = Regions),
         (status = "4XX", description = "unknown plan or version, bad query", body = ErrorBody)))]
 pub(super) async fn regions(
     State(state): State<Arc<AppState>>,

@@ -61,7 +61,7 @@ async fn index() -> Response {
 
 /// `GET /assets/{file}`: the page's script, style sheet and layout library.
 #[utoipa::path(get, path = "/assets/{file}", tag = "plan viewer",
-    params(("file" = String, Path, description = "`app.js`, `style.css` or `dagre.min.js`")),
+    params(("file" = String, Path, description = "`app.js`, `style.css` or `dagre.min.js`", example = "app.js")),
     responses((status = 200, description = "the asset"),
         (status = 404, description = "no such asset", body = ErrorBody)))]
 async fn asset(Path(file): Path<String>) -> Result<Response, ApiError> {

@@ -18,7 +18,7 @@ pub const DEFAULT_SEGMENT_SIZE: u64 = 32 * 1024;
 /// by default since Flink 1.15 (`taskmanager.network.sort-shuffle.min-parallelism` = 1), whose
 /// result partition needs `taskmanager.network.sort-shuffle.min-buffers` (512) and uses at most
 /// `max(512, 4 x subpartitions)` (FLINK-25774).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct BufferModel {
     /// `taskmanager.memory.segment-size`: bytes per buffer (32 KiB).
     pub segment_size: u64,
@@ -47,7 +47,7 @@ impl Default for BufferModel {
 }
 
 /// Buffers of a set of pools: the target (upper limit) and the required part.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Buffers {
     /// Sum of the pools' targets (what they may use).
     pub target: u64,

@@ -15,7 +15,7 @@ use crate::error::PlanError;
 
 /// Shuffle descriptors over the plan, as `conflux inspect` measures them: every producer
 /// deployed and finished, 10 slots per TaskManager.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct DescriptorStats {
     /// The offload rule, e.g. `descriptors x consumers >= 4194304`.
     pub offload_rule: String,

@@ -8,8 +8,8 @@ use super::descriptors::DescriptorStats;
 use crate::edit::Edit;
 
 /// Statistics of one plan. `channels` is the total of logical connections (`U x D` per ALL_TO_ALL edge,
-/// `max(U, D)` per POINTWISE edge, see [`channels`](super::channels())).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+/// `max(U, D)` per POINTWISE edge, see `stats::channels`).
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct PlanStats {
     /// The job's name.
     pub name: String,
@@ -38,14 +38,14 @@ pub struct PlanStats {
     /// What could be cheaper, with the edit that does it where there is one.
     pub suggestions: Vec<Suggestion>,
     /// Ids of the vertices of undecided parallelism (`-1`), counted at their estimate
-    /// ([`StatsConfig::default_parallelism`](super::StatsConfig::default_parallelism)); absent
+    /// (`StatsConfig::default_parallelism`); absent
     /// from the JSON when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub undecided_vertices: Vec<String>,
 }
 
 /// Network buffers of the whole plan.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct NetworkStats {
     /// The model used.
     pub model: BufferModel,
@@ -62,7 +62,7 @@ pub struct NetworkStats {
 }
 
 /// Pipelined regions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct RegionStats {
     /// Scheduling (execution) regions.
     pub count: usize,
@@ -73,7 +73,7 @@ pub struct RegionStats {
 }
 
 /// Statistics of one job edge.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct EdgeStats {
     /// Position in the plan's edge list.
     pub index: usize,
@@ -110,7 +110,7 @@ pub struct EdgeStats {
 }
 
 /// A suggestion: what could be cheaper or safer, its effect, and the edit that applies it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Suggestion {
     /// `rebalance_to_rescale`, `gate_above_required`, `state_without_ttl` or
     /// `stateful_operator_without_uid`.
@@ -126,7 +126,7 @@ pub struct Suggestion {
 }
 
 /// The effect of a suggested edit on one edge.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Effect {
     /// Channels now.
     pub channels_before: u64,

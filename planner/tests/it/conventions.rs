@@ -324,3 +324,55 @@ fn the_openapi_document_lists_every_route() {
         );
     }
 }
+
+/// The OpenAPI document is typed: every JSON request body and every JSON success answer has a
+/// schema of its own (a reference to a named schema, or a typed array), never a bare object,
+/// except the document itself; every operation's summary names its current path (`/v1/...`,
+/// not a deprecated alias); and no rustdoc syntax leaks into a summary or description.
+#[test]
+fn the_openapi_document_types_every_body_and_names_current_paths() {
+    let doc = serde_json::to_value(conflux_planner::service::openapi()).expect("doc");
+    let mut problems = Vec::new();
+    let bare = |schema: &Value| {
+        schema.get("$ref").is_none()
+            && schema.get("oneOf").is_none()
+            && schema.get("properties").is_none()
+            && schema["type"] != "array"
+    };
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("item") {
+            let name = format!("{method} {path}");
+            let summary = op["summary"].as_str().unwrap_or_default();
+            if path.starts_with("/v1/") && !summary.contains(&format!("/v1{}", &path[3..])) {
+                problems.push(format!(
+                    "{name}: summary {summary:?} does not name its path"
+                ));
+            }
+            if let Some(body) = op.pointer("/requestBody/content/application~1json/schema") {
+                if bare(body) {
+                    problems.push(format!("{name}: untyped request body {body}"));
+                }
+            }
+            for (status, response) in op["responses"].as_object().expect("responses") {
+                let Some(schema) = response.pointer("/content/application~1json/schema") else {
+                    continue;
+                };
+                if status.starts_with('2') && path != "/v1/openapi.json" && bare(schema) {
+                    problems.push(format!("{name} {status}: untyped answer {schema}"));
+                }
+            }
+        }
+    }
+    let text = doc.to_string();
+    for leak in ["](", "[`", "crate::", "super::"] {
+        if text.contains(leak) {
+            let at = text.find(leak).unwrap_or(0);
+            problems.push(format!(
+                "rustdoc syntax {leak:?} in the document: ...{}...",
+                text.get(at.saturating_sub(80)..(at + 80).min(text.len()))
+                    .unwrap_or(leak)
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

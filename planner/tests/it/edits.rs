@@ -84,6 +84,39 @@ fn refusal_reasons() {
         },
         &["at least 1"],
     );
+    // agg -> sink -> sink2 are FORWARD: one forward group, one parallelism (Flink refuses a
+    // change of parallelism across a FORWARD edge); the edit sets the whole group, and refuses
+    // a parallelism above a member's max parallelism, naming it.
+    let edited = Edit::SetParallelism {
+        vertex: "agg".into(),
+        parallelism: 3,
+    }
+    .apply(&job())
+    .expect("applies");
+    let parallelism = |id: &str| {
+        edited
+            .vertices
+            .iter()
+            .find(|v| v.id == id)
+            .map(|v| v.parallelism)
+    };
+    assert_eq!(
+        ["src", "map", "agg", "sink", "sink2"].map(parallelism),
+        [Some(4), Some(2), Some(3), Some(3), Some(3)]
+    );
+    let mut capped = job();
+    capped.vertices[4].max_parallelism = Some(2);
+    let e = Edit::SetParallelism {
+        vertex: "agg".into(),
+        parallelism: 3,
+    }
+    .apply(&capped)
+    .expect_err("above sink2's max");
+    assert!(
+        e.to_string()
+            .contains("parallelism 3 is above the max parallelism of 'sink2' in its forward group"),
+        "{e}"
+    );
     refused(
         Edit::SetSlotSharingGroup {
             vertex: "sink".into(),
@@ -406,10 +439,10 @@ fn parallelism_edits_become_flink_overrides() {
          chain on edge 3 cannot be expressed: the option sets parallelism only"
     );
     assert_eq!(
-        flink_parallelism_overrides(&job(), &[set("map", 3), set("agg", 3)])
+        flink_parallelism_overrides(&job(), &[set("map", 3), set("src", 3)])
             .unwrap_err()
             .to_string(),
-        "emitting pipeline.jobvertex-parallelism-overrides refused: vertices 'map', 'agg' have \
+        "emitting pipeline.jobvertex-parallelism-overrides refused: vertices 'map', 'src' have \
          no Flink JobVertexID (32 hex digits); the option names vertices by it, so the plan \
          must be Flink's JSON plan or an edit of one"
     );

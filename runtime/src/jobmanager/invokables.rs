@@ -141,7 +141,7 @@ pub fn word_count_job_as_run(
     let Some(mut job) = word_count_job(graph)? else {
         return Ok(None);
     };
-    let Some(adaptive) = &report.adaptive else {
+    let Some(decided) = &report.adaptive.decided_parallelism else {
         return Ok(Some(job));
     };
     let Some(source) = graph
@@ -151,14 +151,16 @@ pub fn word_count_job_as_run(
         return Ok(Some(job));
     };
     let count = single_consumer(graph, source)?;
-    if let Some(&p) = adaptive.decided_parallelism.get(graph.vertex_id(source)) {
+    if let Some(&p) = decided.get(graph.vertex_id(source)) {
         job.sources = p;
     }
     let count_id = graph.vertex_id(count);
-    if let Some(&p) = adaptive.decided_parallelism.get(count_id) {
-        let ranges = adaptive
+    if let Some(&p) = decided.get(count_id) {
+        let ranges = report
+            .adaptive
             .consumed_subpartitions
-            .get(count_id)
+            .as_ref()
+            .and_then(|c| c.get(count_id))
             .ok_or_else(|| {
                 format!("the report decided {count_id} but does not say what its subtasks read")
             })?;

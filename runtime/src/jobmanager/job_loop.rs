@@ -5,8 +5,17 @@
 //! encoded there too; the loop only queues the frames. Heartbeats and connections are handled
 //! elsewhere, so a long call here delays scheduling, never a heartbeat answer. Speculative
 //! attempts (batch jobs with speculative execution on) are tracked in `job_loop/speculative.rs`.
+//!
+//! Submissions are handed to a TaskManager's connection only while it has fewer than
+//! `max_submissions_in_flight` unacknowledged (`job_loop/submissions.rs`); the others wait
+//! here, so an acknowledgement's timeout counts from the hand-over, not from the end of a
+//! queue of thousands. A failure that would recur on every attempt fails the job at once
+//! ([`FailureCause::NonRecoverable`]); every restart is logged at WARN with its cause. When a
+//! word count job ends, its output directory gets a `_SUCCESS` marker if it FINISHED, and none
+//! otherwise.
 
 mod speculative;
+mod submissions;
 mod task_spec;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
@@ -24,8 +33,8 @@ use conflux_graph::{
     ExecutionGraph, ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph, PipelinedRegions,
 };
 use conflux_scheduler::{
-    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
-    SpeculativeExecutionOptions,
+    Command, Event, FailureCause, JobMemoryEstimate, JobStatus, Scheduler, SchedulerConfig,
+    SchedulerError, SpeculativeExecutionOptions,
 };
 use conflux_sim::{BytesModel, ProducedBytes};
 use rayon::prelude::*;
@@ -33,15 +42,18 @@ use rayon::prelude::*;
 use crate::connection::encode;
 use crate::cpu_time::thread_cpu_time;
 use crate::jobmanager::data_stats::DataStats;
-use crate::jobmanager::registry::{Outbox, Registry};
+use crate::jobmanager::jobs::QueuedJob;
+use crate::jobmanager::registry::Registry;
 use crate::protocol::{
     JobOptions, PartitionRef, TaskMetrics, TaskState, ToTaskManager, WordCountTask,
 };
 use crate::report::{
-    AdaptiveJobReport, JobReport, SpeculativeAttemptsReport, TaskManagerReport, WallMs,
+    adaptive_report, descriptors_report, speculative_report, JobReport, TaskManagerReport, WallMs,
 };
 use crate::rss::peak_rss_bytes;
+use crate::secret::Secret;
 use speculative::SpeculativeRuns;
+use submissions::Submissions;
 use task_spec::task_spec;
 
 /// What the loop hears from the rest of the JobManager.
@@ -77,19 +89,36 @@ enum Pending {
     Message(LoopEvent),
 }
 
-/// A job ready to run: validated, its scheduler built (and with it the execution graph and its
-/// regions, or their initialised prefix when undecided vertices are decided at run time).
-pub(crate) struct PreparedJob {
-    pub(crate) id: JobId,
-    pub(crate) name: String,
-    pub(crate) scheduler: Scheduler,
-    /// Per job vertex, the word count task it runs (`None`: synthetic).
-    pub(crate) tasks: Vec<Option<WordCountTask>>,
-    pub(crate) options: JobOptions,
-    pub(crate) submitted: Instant,
-    /// Why undecided vertices run at their estimate although nothing fixed them (the job cannot
-    /// grow at run time), for the report.
-    pub(crate) estimate_reason: Option<String>,
+/// Heap bytes per execution vertex the loop keeps beside the scheduler: the TaskManager of its
+/// attempt, and a word count's words per count subtask (a hash table entry, doubled for the
+/// table's growth).
+const LOOP_BYTES_PER_VERTEX: u64 = 4 + 2 * (16 + 1) * 8 / 7;
+
+/// The heap a job takes while it runs, estimated from its job graph in O(V + E): the
+/// execution graph, regions, scheduler state and descriptors
+/// ([`JobMemoryEstimate::total_bytes`]) and the loop's own per-vertex arrays.
+pub(crate) fn memory_estimate(job: &JobGraph, config: &SchedulerConfig) -> u64 {
+    let estimate = JobMemoryEstimate::of(job, config);
+    estimate.total_bytes().saturating_add(
+        estimate
+            .expansion
+            .execution_vertices
+            .saturating_mul(LOOP_BYTES_PER_VERTEX),
+    )
+}
+
+/// What [`new_scheduler`] would refuse about the options, checked at submission: the batch
+/// options of a job whose undecided vertices are decided at run time.
+///
+/// # Errors
+/// Which option is out of range.
+pub(crate) fn check_scheduler_options(job: &JobGraph, options: &JobOptions) -> Result<(), String> {
+    if options.default_parallelism.is_none() && job.has_undecided() {
+        conflux_adaptive::BatchExecutionOptions::from(options.batch)
+            .validate()
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 /// The scheduler of a submitted job: adaptive batch when the job has undecided vertices (`-1`)
@@ -130,6 +159,8 @@ pub(crate) struct LoopContext<'a> {
     pub(crate) registry: &'a Registry,
     pub(crate) blob_writer: Arc<dyn BlobWriter>,
     pub(crate) rpc_timeout_ms: u64,
+    /// Submissions one TaskManager may have unacknowledged at once (at least 1).
+    pub(crate) max_submissions_in_flight: usize,
     /// Speculative execution (off by default), for the slow task detector's period.
     pub(crate) speculative: SpeculativeExecutionOptions,
 }
@@ -151,10 +182,9 @@ struct JobRun<'a> {
     speculative: SpeculativeRuns,
     tasks_per_task_manager: HashMap<TaskManagerId, u64>,
     participants: BTreeSet<TaskManagerId>,
-    /// Submissions awaiting their acknowledgement, with their deadlines (ms since `started`),
-    /// in deadline order (one timeout for all, so sending order is deadline order).
-    pending_acks: HashMap<ExecutionAttemptId, u64>,
-    ack_deadlines: VecDeque<(u64, ExecutionAttemptId)>,
+    /// Submissions waiting for their TaskManager's window, and those sent and awaiting their
+    /// acknowledgement with their deadlines.
+    submissions: Submissions,
     /// Work in arrival order. Messages are translated when their turn comes, against the
     /// scheduler's state after the events before them.
     queue: VecDeque<Pending>,
@@ -169,58 +199,92 @@ struct JobRun<'a> {
     data: DataStats,
     /// The last reason a task gave for failing, for the report of a failed job.
     last_task_failure: Option<String>,
+    /// The cause of the last failure of any kind (a task's, a lost TaskManager, a timeout),
+    /// logged with the restart it leads to.
+    last_failure: Option<String>,
 }
 
 /// What the loop keeps of a prepared job besides its scheduler.
 struct JobParts {
     id: JobId,
+    /// The job's data secret: its consumers present it to the data servers of its producers.
+    secret: Secret,
     name: String,
     tasks: Vec<Option<WordCountTask>>,
     options: JobOptions,
     submitted: Instant,
 }
 
-/// Runs `job` to its end on the registered TaskManagers. `events` must be the receiving end of
-/// `sender`, which the registry gets while the job runs.
+/// Runs `job` to its end on the registered TaskManagers: builds its scheduler (and with it the
+/// execution graph and regions, or their initialised prefix when undecided vertices are
+/// decided at run time) and drives it. `events` must be the receiving end of `sender`, which
+/// the registry gets while the job runs.
 pub(crate) fn run_job(
     ctx: &LoopContext<'_>,
-    job: PreparedJob,
+    job: QueuedJob,
+    config: SchedulerConfig,
     sender: Sender<LoopEvent>,
     events: &Receiver<LoopEvent>,
 ) -> JobReport {
-    let PreparedJob {
+    let QueuedJob {
         id,
         name,
-        scheduler,
+        job: job_graph,
         tasks,
         options,
         submitted,
-        estimate_reason,
+        execution_vertices,
+        ..
     } = job;
+    let job_name = name.clone();
+    let seed = options.seed;
+    let failed = |reason: String| JobReport {
+        job_id: id.to_string(),
+        job: job_name.clone(),
+        status: JobStatus::Failed.as_str().to_owned(),
+        failure_reason: Some(reason),
+        tasks: execution_vertices,
+        seed,
+        ..JobReport::default()
+    };
+    let secret = match Secret::random() {
+        Ok(secret) => secret,
+        Err(e) => {
+            return failed(format!(
+                "no data secret: the system's random generator failed: {e}"
+            ))
+        }
+    };
+    let output = options.output_dir.clone();
+    if let Some(dir) = &output {
+        // A marker of an earlier run must not mark this one complete.
+        if let Err(e) = conflux_operators::clear_success(dir) {
+            tracing::warn!(job = %id, "output directory: {e}");
+        }
+    }
+    let (scheduler, estimate_reason) = match new_scheduler(job_graph, &options, config) {
+        Ok(built) => built,
+        Err(reason) => return failed(reason),
+    };
     let job = JobParts {
         id,
+        secret,
         name,
         tasks,
         options,
         submitted,
     };
     let graph = Arc::clone(scheduler.graph());
+    let deployment = DeploymentConfig::for_job_type(graph.job_graph().job_type());
+    let offload_rule = deployment.offload_rule;
     let factory = match TaskDeploymentDescriptorFactory::new(
         &graph,
         job.id,
-        DeploymentConfig::for_job_type(graph.job_graph().job_type()),
+        deployment,
         Arc::clone(&ctx.blob_writer),
     ) {
         Ok(factory) => factory,
-        Err(e) => {
-            return JobReport {
-                job_id: job.id.to_string(),
-                job: job.name.clone(),
-                status: JobStatus::Failed.as_str().to_owned(),
-                failure_reason: Some(format!("deployment descriptors: {e}")),
-                ..JobReport::default()
-            }
-        }
+        Err(e) => return failed(format!("deployment descriptors: {e}")),
     };
     let synthetic_bytes = scheduler.is_adaptive().then(|| {
         let model = BytesModel {
@@ -244,8 +308,7 @@ pub(crate) fn run_job(
         speculative,
         tasks_per_task_manager: HashMap::new(),
         participants: BTreeSet::new(),
-        pending_acks: HashMap::new(),
-        ack_deadlines: VecDeque::new(),
+        submissions: Submissions::new(ctx.max_submissions_in_flight),
         queue: VecDeque::new(),
         tasks_deployed: 0,
         rpc_timeouts: 0,
@@ -255,13 +318,14 @@ pub(crate) fn run_job(
         last_running: None,
         data: DataStats::default(),
         last_task_failure: None,
+        last_failure: None,
     };
     {
         // Registering as the current job and listing the TaskManagers happen under one lock, so
         // that no registration or loss falls between them.
         let mut registry = ctx.registry.lock();
         registry.current_job = Some(sender);
-        registry.counters.max_rtt_ms = 0.0;
+        registry.counters.max_rtt_ms = None;
         for record in registry.records.values_mut() {
             record.job_tasks = 0;
         }
@@ -278,6 +342,14 @@ pub(crate) fn run_job(
     run.drive(events);
     let job = &run.job;
     let graph = Arc::clone(run.scheduler.graph());
+    let status = run.scheduler.status();
+    if let Some(dir) = &output {
+        if status == JobStatus::Finished {
+            if let Err(e) = conflux_operators::mark_success(dir) {
+                tracing::warn!(job = %job.id, "output directory: the job FINISHED but {e}");
+            }
+        }
+    }
 
     let mut registry = ctx.registry.lock();
     registry.current_job = None;
@@ -285,31 +357,41 @@ pub(crate) fn run_job(
         entry.outbox.send(&ToTaskManager::JobEnded(job.id));
     }
     let counters = registry.counters;
+    // Every TaskManager that took part; listed are those that received tasks of this job.
+    let task_manager_count = run.participants.len() as u64;
     let task_managers = run
         .participants
         .iter()
-        .map(|id| {
+        .filter_map(|id| {
+            let tasks = run.tasks_per_task_manager.get(id).copied().unwrap_or(0);
+            if tasks == 0 {
+                return None;
+            }
             let record = registry.records.get(id).cloned().unwrap_or_default();
-            TaskManagerReport {
+            let stats = record.stats;
+            Some(TaskManagerReport {
                 id: id.to_string(),
                 slots: record.slots,
-                tasks: run.tasks_per_task_manager.get(id).copied().unwrap_or(0),
-                peak_rss_bytes: record.stats.peak_rss_bytes,
-                tdd_bytes_received: record.stats.tdd_bytes_received,
-                blob_fetches: record.stats.blob_fetches,
+                tasks,
+                // 0 is what a platform without the figure sends: unknown, not nothing.
+                peak_rss_bytes: stats.map(|s| s.peak_rss_bytes).filter(|&b| b > 0),
+                tdd_bytes_received: stats.map(|s| s.tdd_bytes_received),
+                blob_fetches: stats.map_or(0, |s| s.blob_fetches),
+                cache_hits: None,
                 lost: record.lost,
-            }
+            })
         })
         .collect::<Vec<_>>();
     drop(registry);
     let deploy = match (run.first_submission, run.last_running) {
-        (Some(first), Some(last)) if last > first => (last - first).as_secs_f64() * 1e3,
-        _ => 0.0,
+        (Some(first), Some(last)) if last > first => Some(ms(last - first)),
+        _ => None,
     };
+    let peak_rss = peak_rss_bytes();
     JobReport {
         job_id: job.id.to_string(),
         job: job.name.clone(),
-        status: run.scheduler.status().as_str().to_owned(),
+        status: status.as_str().to_owned(),
         failure_reason: run
             .scheduler
             .failure_reason()
@@ -319,29 +401,45 @@ pub(crate) fn run_job(
             }),
         wall_ms: WallMs {
             deploy,
-            total: job.submitted.elapsed().as_secs_f64() * 1e3,
+            total: ms(job.submitted.elapsed()),
+            ..WallMs::default()
         },
         tasks: u64::from(graph.num_execution_vertices()),
         tasks_deployed: run.tasks_deployed,
         restarts: run.scheduler.restarts(),
+        scheduler_events: None,
+        virtual_ms: None,
+        max_handler_stall_ms: ms(run.max_stall),
+        max_handler_cpu_ms: Some(ms(run.max_cpu)),
+        peak_rss_bytes: peak_rss,
+        jobmanager_peak_rss_bytes: peak_rss,
+        trace_digest: format!("{:016x}", run.scheduler.trace_digest()),
+        seed: job.options.seed,
+        task_manager_count,
         task_managers_lost: counters.lost - counters_before.lost,
-        heartbeat_timeouts: counters.heartbeat_timeouts - counters_before.heartbeat_timeouts,
-        rpc_timeouts: run.rpc_timeouts,
+        heartbeat_timeouts: Some(counters.heartbeat_timeouts - counters_before.heartbeat_timeouts),
+        rpc_timeouts: Some(run.rpc_timeouts),
         max_heartbeat_rtt_ms: counters.max_rtt_ms,
-        max_handler_stall_ms: run.max_stall.as_secs_f64() * 1e3,
-        max_handler_cpu_ms: run.max_cpu.as_secs_f64() * 1e3,
-        jobmanager_peak_rss_bytes: peak_rss_bytes(),
+        descriptors: descriptors_report(offload_rule, &run.factory.stats()),
         blob_fetches: task_managers.iter().map(|t| t.blob_fetches).sum(),
+        blob_cache_hits: None,
         task_managers,
+        blob_server: None,
+        faults_injected: None,
         killed_task_manager: None,
         kill_skipped: None,
-        data: run.data.report(&job.tasks, &graph),
-        adaptive: AdaptiveJobReport::collect(&run.scheduler, estimate_reason),
-        speculative_attempts: SpeculativeAttemptsReport::new(
+        speculative_attempts: speculative_report(
             run.speculative.enabled(),
             run.scheduler.speculative_stats(),
         ),
+        adaptive: adaptive_report(&run.scheduler, estimate_reason),
+        data: run.data.report(&job.tasks, &graph),
     }
+}
+
+/// A duration in ms as reports give it (rounded to 0.001 ms).
+fn ms(duration: Duration) -> f64 {
+    conflux_report::round::ms(duration)
 }
 
 /// A scheduler call using more CPU time than this is logged (debug) even when it is not the
@@ -428,7 +526,7 @@ impl JobRun<'_> {
             }
             let deadline = [
                 self.scheduler.next_timer(),
-                self.ack_deadlines.front().map(|(d, _)| *d),
+                self.submissions.next_deadline(),
                 self.speculative.next_check_ms(),
             ]
             .into_iter()
@@ -493,28 +591,55 @@ impl JobRun<'_> {
         }
     }
 
+    /// Fails the tasks whose submission was not acknowledged within the RPC timeout of its
+    /// hand-over, and sends what their TaskManagers' windows now have room for.
     fn expire_acks(&mut self) {
         let now = self.now_ms();
-        while let Some(&(deadline, attempt)) = self.ack_deadlines.front() {
-            if deadline > now {
-                break;
-            }
-            self.ack_deadlines.pop_front();
-            if self.pending_acks.get(&attempt) != Some(&deadline) {
-                continue;
-            }
-            self.pending_acks.remove(&attempt);
+        for (attempt, task_manager) in self.submissions.expired(now) {
             if self.is_live(attempt) {
                 self.rpc_timeouts += 1;
+                let cause = format!(
+                    "the task submission to {task_manager} was not acknowledged within {} ms",
+                    self.ctx.rpc_timeout_ms
+                );
                 tracing::warn!(
                     job = %self.job.id,
                     vertex = attempt.vertex,
                     attempt = attempt.attempt,
-                    timeout_ms = self.ctx.rpc_timeout_ms,
-                    "task submission not acknowledged in time: the task fails"
+                    "{cause}: the task fails"
                 );
+                self.last_failure = Some(format!("{}: {cause}", self.vertex_name(attempt)));
                 self.push(Event::TaskFailed(attempt, FailureCause::Task));
             }
+            self.pump(task_manager);
+        }
+    }
+
+    /// Sends what `task_manager`'s submission window has room for.
+    fn pump(&mut self, task_manager: TaskManagerId) {
+        let now = self.now_ms();
+        self.submissions.pump(
+            self.ctx.registry,
+            task_manager,
+            now,
+            self.ctx.rpc_timeout_ms,
+        );
+    }
+
+    /// An answer about `attempt` came from `from`: its submission window has room again.
+    fn answered(&mut self, from: TaskManagerId, attempt: ExecutionAttemptId) {
+        if let Some(task_manager) = self.submissions.answered_by(attempt, from) {
+            self.pump(task_manager);
+        }
+    }
+
+    /// `A#3` for an attempt of vertex A's subtask 3.
+    fn vertex_name(&self, attempt: ExecutionAttemptId) -> String {
+        let v = ExecutionVertexIndex(attempt.vertex);
+        if attempt.vertex < self.scheduler.graph().num_execution_vertices() {
+            self.scheduler.graph().execution_vertex_name(v)
+        } else {
+            format!("execution vertex {}", attempt.vertex)
         }
     }
 
@@ -579,7 +704,11 @@ impl JobRun<'_> {
                 self.participants.insert(location.id);
                 Some(Event::TaskManagerRegistered { location, slots })
             }
-            LoopEvent::TaskManagerLost(id) => Some(Event::TaskManagerLost(id)),
+            LoopEvent::TaskManagerLost(id) => {
+                self.submissions.task_manager_lost(id);
+                self.last_failure = Some(format!("{id} was lost"));
+                Some(Event::TaskManagerLost(id))
+            }
             LoopEvent::Cancel => Some(Event::Cancel),
             LoopEvent::Acknowledged {
                 from,
@@ -587,15 +716,21 @@ impl JobRun<'_> {
                 attempt,
                 refused,
             } => {
+                if job == self.job.id {
+                    self.answered(from, attempt);
+                }
                 if !self.is_from_owner(from, job, attempt) {
                     return None;
                 }
-                self.pending_acks.remove(&attempt);
                 let reason = refused?;
                 if !self.is_live(attempt) {
                     return None;
                 }
                 tracing::warn!(job = %self.job.id, vertex = attempt.vertex, "task refused: {reason}");
+                self.last_failure = Some(format!(
+                    "{} was refused by {from}: {reason}",
+                    self.vertex_name(attempt)
+                ));
                 Some(Event::TaskFailed(attempt, FailureCause::Task))
             }
             LoopEvent::TaskState {
@@ -605,6 +740,9 @@ impl JobRun<'_> {
                 state,
                 metrics,
             } => {
+                if job == self.job.id {
+                    self.answered(from, attempt);
+                }
                 if !self.is_from_owner(from, job, attempt) {
                     return None;
                 }
@@ -619,7 +757,6 @@ impl JobRun<'_> {
                         &metrics,
                     );
                 }
-                self.pending_acks.remove(&attempt);
                 if speculative {
                     // The scheduler tells a speculative attempt's events from stale ones.
                     return self.speculative_event(attempt, state, metrics);
@@ -636,9 +773,13 @@ impl JobRun<'_> {
                     TaskState::Failed {
                         reason,
                         partition_not_found,
-                    } if !current.is_terminal() => {
-                        Some(self.failed_event(attempt, &reason, partition_not_found))
-                    }
+                        non_recoverable,
+                    } if !current.is_terminal() => Some(self.failed_event(
+                        attempt,
+                        &reason,
+                        partition_not_found,
+                        non_recoverable,
+                    )),
                     _ => None,
                 }
             }
@@ -663,7 +804,8 @@ impl JobRun<'_> {
             TaskState::Failed {
                 reason,
                 partition_not_found,
-            } => self.failed_event(attempt, &reason, partition_not_found),
+                non_recoverable,
+            } => self.failed_event(attempt, &reason, partition_not_found, non_recoverable),
         })
     }
 
@@ -676,21 +818,21 @@ impl JobRun<'_> {
         }
     }
 
-    /// A failure, logged and kept as the report's last task failure.
+    /// A failure, logged and kept as the report's last task failure; a non-recoverable one
+    /// (it would recur on every attempt) fails the job at once.
     fn failed_event(
         &mut self,
         attempt: ExecutionAttemptId,
         reason: &str,
         partition_not_found: Option<PartitionRef>,
+        non_recoverable: bool,
     ) -> Event {
-        tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, "task failed: {reason}");
-        self.last_task_failure = Some(format!(
-            "{}: {reason}",
-            self.scheduler
-                .graph()
-                .execution_vertex_name(ExecutionVertexIndex(attempt.vertex))
-        ));
+        tracing::info!(job = %self.job.id, vertex = attempt.vertex, attempt = attempt.attempt, non_recoverable, "task failed: {reason}");
+        let failure = format!("{}: {reason}", self.vertex_name(attempt));
+        self.last_failure = Some(failure.clone());
+        self.last_task_failure = Some(failure);
         let cause = match partition_not_found {
+            _ if non_recoverable => FailureCause::NonRecoverable,
             Some(p) => FailureCause::PartitionNotFound(IntermediateResultPartitionId {
                 result: conflux_graph::IntermediateDataSetIndex(p.result),
                 partition: p.partition,
@@ -715,7 +857,8 @@ impl JobRun<'_> {
                         Some(tm) => tm.0,
                         None => self.deployed_on[attempt.vertex as usize],
                     };
-                    if tm != NO_TASK_MANAGER {
+                    // A submission still waiting here is withdrawn instead: never sent.
+                    if tm != NO_TASK_MANAGER && !self.submissions.withdraw(attempt) {
                         if let Some(outbox) = self.ctx.registry.outbox(TaskManagerId(tm)) {
                             outbox.send(&ToTaskManager::CancelTask(attempt));
                         }
@@ -734,7 +877,16 @@ impl JobRun<'_> {
                     self.release(&partitions);
                 }
                 Command::JobStatus { status, .. } if status.is_terminal() => self.factory.clear(),
-                Command::Restart(_) | Command::JobStatus { .. } => {}
+                Command::Restart(vertices) => {
+                    tracing::warn!(
+                        job = %self.job.id,
+                        restart = self.scheduler.restarts(),
+                        tasks = vertices.len(),
+                        cause = self.last_failure.as_deref().unwrap_or("unknown"),
+                        "restarting tasks after a failure"
+                    );
+                }
+                Command::JobStatus { .. } => {}
                 Command::JobVertexInitialized { job_vertex, .. } => {
                     let graph = Arc::clone(self.scheduler.graph());
                     self.deployed_on
@@ -799,46 +951,41 @@ impl JobRun<'_> {
         }
         let factory = &self.factory;
         let scheduler = &self.scheduler;
-        let (tasks, bytes, options) = (
+        let (tasks, bytes, options, job_secret) = (
             &self.job.tasks,
             self.synthetic_bytes.as_ref(),
             &self.job.options,
+            self.job.secret,
         );
-        let frames: Vec<Result<bytes::Bytes, String>> = deploys
+        // A descriptor that cannot be built fails its task as any task failure; a message
+        // that cannot be encoded would fail every attempt alike: non-recoverable.
+        let frames: Vec<Result<bytes::Bytes, (String, FailureCause)>> = deploys
             .par_iter()
             .map(|(a, slot)| {
+                let task = |e: String| (e, FailureCause::Task);
                 let tdd = factory
                     .create_with(&graph, *a, *slot, scheduler)
-                    .map_err(|e| e.to_string())?;
-                let encoded = encode_tdd(&tdd).map_err(|e| e.to_string())?;
-                Ok(encode(&ToTaskManager::SubmitTask {
+                    .map_err(|e| task(e.to_string()))?;
+                let encoded = encode_tdd(&tdd).map_err(|e| task(e.to_string()))?;
+                encode(&ToTaskManager::SubmitTask {
                     tdd: bytes::Bytes::from(encoded),
                     task: task_spec(tasks, scheduler, bytes, options, *a),
-                }))
+                    job_secret,
+                })
+                .map_err(|e| (e.to_string(), FailureCause::NonRecoverable))
             })
             .collect();
-        let outboxes: HashMap<TaskManagerId, Outbox> = {
-            let registry = self.ctx.registry.lock();
-            deploys
-                .iter()
-                .filter_map(|(_, slot)| {
-                    registry
-                        .alive
-                        .get(&slot.task_manager)
-                        .map(|e| (slot.task_manager, e.outbox.clone()))
-                })
-                .collect()
-        };
-        let now = self.now_ms();
-        let deadline = now + self.ctx.rpc_timeout_ms;
         self.first_submission.get_or_insert_with(Instant::now);
         let mut per_task_manager: HashMap<TaskManagerId, u64> = HashMap::new();
         for ((attempt, slot), frame) in deploys.into_iter().zip(frames) {
             let frame = match frame {
                 Ok(frame) => frame,
-                Err(e) => {
+                Err((e, cause)) => {
                     tracing::warn!(job = %self.job.id, vertex = attempt.vertex, "descriptor: {e}");
-                    self.push(Event::TaskFailed(attempt, FailureCause::Task));
+                    let failure = format!("{}: {e}", self.vertex_name(attempt));
+                    self.last_failure = Some(failure.clone());
+                    self.last_task_failure = Some(failure);
+                    self.push(Event::TaskFailed(attempt, cause));
                     continue;
                 }
             };
@@ -853,13 +1000,10 @@ impl JobRun<'_> {
                 .entry(slot.task_manager)
                 .or_default() += 1;
             *per_task_manager.entry(slot.task_manager).or_default() += 1;
-            // A TaskManager lost since the scheduler chose it: its loss event is queued and
-            // fails the task; the acknowledgement timeout covers a message lost on the way.
-            if let Some(outbox) = outboxes.get(&slot.task_manager) {
-                outbox.send_encoded(frame);
-            }
-            self.pending_acks.insert(attempt, deadline);
-            self.ack_deadlines.push_back((deadline, attempt));
+            self.submissions.push(slot.task_manager, attempt, frame);
+        }
+        for &tm in per_task_manager.keys() {
+            self.pump(tm);
         }
         let mut registry = self.ctx.registry.lock();
         for (tm, n) in per_task_manager {

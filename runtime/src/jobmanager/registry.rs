@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::connection::encode;
 use crate::jobmanager::job_loop::LoopEvent;
 use crate::protocol::{TaskManagerStats, ToTaskManager};
+use crate::secret::Secret;
 
 /// The sending side of one TaskManager connection: heartbeats jump the queue of task messages.
 #[derive(Clone, Debug)]
@@ -47,9 +48,10 @@ impl Outbox {
         )
     }
 
-    /// Queues a message; false when the connection is gone.
+    /// Queues a message; false when the connection is gone or the message does not encode
+    /// (logged).
     pub(crate) fn send(&self, message: &ToTaskManager) -> bool {
-        self.normal.send(encode(message)).is_ok()
+        encoded(message).is_some_and(|frame| self.normal.send(frame).is_ok())
     }
 
     /// Queues already encoded bytes.
@@ -58,8 +60,15 @@ impl Outbox {
     }
 
     fn send_priority(&self, message: &ToTaskManager) -> bool {
-        self.priority.send(encode(message)).is_ok()
+        encoded(message).is_some_and(|frame| self.priority.send(frame).is_ok())
     }
+}
+
+/// The frame of `message`, or `None` (logged) when it does not encode.
+fn encoded(message: &ToTaskManager) -> Option<Bytes> {
+    encode(message)
+        .map_err(|e| tracing::error!("message to a TaskManager not sent: {e}"))
+        .ok()
 }
 
 /// Why a TaskManager is lost.
@@ -73,6 +82,8 @@ pub(crate) enum LossReason {
 
 pub(crate) struct Registered {
     pub(crate) location: TaskManagerLocation,
+    /// The secret it got at registration, which its heartbeat connection must present.
+    secret: Secret,
     pub(crate) slots: u32,
     pub(crate) outbox: Outbox,
     /// Wakes the connection's reader so that it closes the socket when the TaskManager is lost.
@@ -84,12 +95,30 @@ pub(crate) struct Registered {
     heartbeat_channel: Option<(mpsc::UnboundedSender<Bytes>, Arc<Notify>)>,
 }
 
+impl Registered {
+    /// Tells the TaskManager that the JobManager ends its registration (it is shutting down),
+    /// on both connections: whichever the TaskManager reads first says why, so the end of the
+    /// other is not taken for a lost JobManager. The heartbeat connection sends what is queued
+    /// before it closes, once its request sender is dropped.
+    pub(crate) fn say_goodbye(&self, reason: &str) {
+        let goodbye = ToTaskManager::Disconnect(reason.to_owned());
+        self.outbox.send(&goodbye);
+        if let Some((requests, _)) = &self.heartbeat_channel {
+            if let Ok(frame) = encode(&goodbye) {
+                let _ = requests.send(frame);
+            }
+        }
+    }
+}
+
 /// What is remembered of every TaskManager that ever registered, for reports.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct TaskManagerRecord {
     pub(crate) slots: u32,
     pub(crate) pid: u32,
-    pub(crate) stats: TaskManagerStats,
+    /// Its counters as it last reported them; `None` until its first report (a heartbeat
+    /// answer or a task state).
+    pub(crate) stats: Option<TaskManagerStats>,
     pub(crate) lost: bool,
     /// Tasks of the running job submitted to it.
     pub(crate) job_tasks: u64,
@@ -100,8 +129,8 @@ pub(crate) struct TaskManagerRecord {
 pub(crate) struct HeartbeatCounters {
     pub(crate) lost: u64,
     pub(crate) heartbeat_timeouts: u64,
-    /// Longest round trip since the current job started, ms.
-    pub(crate) max_rtt_ms: f64,
+    /// Longest round trip since the current job started, ms; `None` while none was measured.
+    pub(crate) max_rtt_ms: Option<f64>,
 }
 
 #[derive(Default)]
@@ -136,6 +165,7 @@ impl Registry {
         slots: u32,
         data_address: SocketAddr,
         pid: u32,
+        secret: Secret,
         outbox: Outbox,
         closed: Arc<Notify>,
     ) -> TaskManagerId {
@@ -147,6 +177,7 @@ impl Registry {
             id,
             Registered {
                 location,
+                secret,
                 slots,
                 outbox,
                 closed,
@@ -207,26 +238,31 @@ impl Registry {
             entry.heartbeats_sent.retain(|&s, _| s > seq);
         }
         if let Some(rtt) = rtt_ms {
-            state.counters.max_rtt_ms = state.counters.max_rtt_ms.max(rtt);
+            state.counters.max_rtt_ms = Some(state.counters.max_rtt_ms.map_or(rtt, |m| m.max(rtt)));
         }
         if let Some(record) = state.records.get_mut(&id) {
-            record.stats = stats;
+            record.stats = Some(stats);
         }
     }
 
-    /// Attaches a heartbeat connection to a registered TaskManager of that process. Returns
-    /// the receiver of the requests to write to it and the TaskManager's close signal, or `None`
-    /// when no such TaskManager is registered.
+    /// Attaches a heartbeat connection to a registered TaskManager of that process presenting
+    /// its registration secret (replacing the one it had). Returns the receiver of the requests
+    /// to write to it and the TaskManager's close signal, or `None` when no such TaskManager is
+    /// registered or the secret is not its own: then nothing changes.
     pub(crate) fn attach_heartbeat_channel(
         &self,
         id: TaskManagerId,
         pid: u32,
+        secret: &Secret,
     ) -> Option<(mpsc::UnboundedReceiver<Bytes>, Arc<Notify>)> {
         let mut state = self.lock();
         if state.records.get(&id).map(|r| r.pid) != Some(pid) {
             return None;
         }
         let entry = state.alive.get_mut(&id)?;
+        if !entry.secret.matches(secret) {
+            return None;
+        }
         let (sender, receiver) = mpsc::unbounded_channel();
         let closed = Arc::new(Notify::new());
         entry.heartbeat_channel = Some((sender, Arc::clone(&closed)));
@@ -244,7 +280,7 @@ impl Registry {
     /// Records counters sent with a task state.
     pub(crate) fn update_stats(&self, id: TaskManagerId, stats: TaskManagerStats) {
         if let Some(record) = self.lock().records.get_mut(&id) {
-            record.stats = stats;
+            record.stats = Some(stats);
         }
     }
 
@@ -269,7 +305,9 @@ impl Registry {
             let on_channel = entry
                 .heartbeat_channel
                 .as_ref()
-                .is_some_and(|(channel, _)| channel.send(encode(&request)).is_ok());
+                .is_some_and(|(channel, _)| {
+                    encoded(&request).is_some_and(|frame| channel.send(frame).is_ok())
+                });
             if on_channel || entry.outbox.send_priority(&request) {
                 entry.heartbeats_sent.insert(seq, now);
             }

@@ -23,6 +23,7 @@ use crate::protocol::{
     ClientRequest, ClientResponse, HandshakeReply, Hello, Role, TaskManagerRegistration,
     ToJobManager, Welcome,
 };
+use crate::secret::Secret;
 
 pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     let permits = Arc::new(Semaphore::new(shared.config.max_connections.max(1)));
@@ -81,32 +82,44 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
             reason: format!("refused its hello: {reason}"),
         });
     }
-    let welcome = |task_manager_id| {
+    let welcome = |task_manager_id, registration_secret| {
         HandshakeReply::Welcome(Welcome {
             task_manager_id,
             blob_server_url: shared.blob_server_url.clone(),
             heartbeat_interval_ms: shared.config.heartbeat.interval_ms,
             heartbeat_timeout_ms: shared.config.heartbeat.timeout_ms,
-            running_jobs: shared.jobs.live(),
+            registration_secret,
+            // This JobManager recovers no job (no high availability): a registering
+            // TaskManager releases every partition it holds. A leader that recovers jobs
+            // names them here.
+            keep_jobs: Vec::new(),
         })
     };
     match role {
-        Role::Heartbeat { task_manager, pid } => {
+        Role::Heartbeat {
+            task_manager,
+            pid,
+            secret,
+        } => {
             let Some((requests, closed)) =
-                shared.registry.attach_heartbeat_channel(task_manager, pid)
+                shared
+                    .registry
+                    .attach_heartbeat_channel(task_manager, pid, &secret)
             else {
-                let reason = format!("{task_manager} (process {pid}) is not registered");
+                // The same answer whatever did not match: a prober learns nothing.
+                let reason =
+                    format!("{task_manager} (process {pid}) is not registered with that secret");
                 send_reply(&mut conn, &HandshakeReply::Refused(reason.clone())).await?;
                 return Err(RpcError::Refused {
                     peer: peer.to_owned(),
                     reason,
                 });
             };
-            send_reply(&mut conn, &welcome(Some(task_manager))).await?;
+            send_reply(&mut conn, &welcome(Some(task_manager), None)).await?;
             serve_heartbeats(conn, peer, task_manager, requests, closed, shared).await
         }
         Role::Client => {
-            send_reply(&mut conn, &welcome(None)).await?;
+            send_reply(&mut conn, &welcome(None, None)).await?;
             conn.codec_mut()
                 .set_max_frame_length(MAX_SUBMISSION_BYTES + (1 << 20));
             serve_client(conn, peer, shared).await
@@ -124,6 +137,19 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
                     reason: format!("refused its registration: {reason}"),
                 });
             }
+            let secret = match Secret::random() {
+                Ok(secret) => secret,
+                Err(e) => {
+                    let reason = format!(
+                        "no registration secret: the system's random generator failed: {e}"
+                    );
+                    send_reply(&mut conn, &HandshakeReply::Refused(reason.clone())).await?;
+                    return Err(RpcError::Refused {
+                        peer: peer.to_owned(),
+                        reason,
+                    });
+                }
+            };
             let (outbox, receiver) = Outbox::new();
             let closed = Arc::new(tokio::sync::Notify::new());
             let TaskManagerRegistration {
@@ -133,11 +159,15 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
             } = registration;
             // Registered before the welcome is sent: a deployment queued meanwhile waits in the
             // outbox, whose writer starts only after the welcome.
-            let id =
-                shared
-                    .registry
-                    .register(slots, data_address, pid, outbox, Arc::clone(&closed));
-            if let Err(e) = send_reply(&mut conn, &welcome(Some(id))).await {
+            let id = shared.registry.register(
+                slots,
+                data_address,
+                pid,
+                secret,
+                outbox,
+                Arc::clone(&closed),
+            );
+            if let Err(e) = send_reply(&mut conn, &welcome(Some(id), Some(secret))).await {
                 shared.registry.lose(id, LossReason::ConnectionClosed);
                 return Err(e);
             }
@@ -360,7 +390,7 @@ async fn serve_client(
                 }
             }
         };
-        conn.send(encode(&response))
+        conn.send(encode(&response)?)
             .await
             .map_err(|source| RpcError::Io {
                 peer: peer.to_owned(),
@@ -376,7 +406,10 @@ fn serde_json_report(report: &crate::report::JobReport) -> Result<String, String
 /// A whole refusal frame (length prefix included), for a connection that gets nothing else.
 fn refusal_frame(reason: &str) -> bytes::Bytes {
     use bytes::BufMut;
-    let body = crate::connection::handshake_frame(&HandshakeReply::Refused(reason.to_owned()));
+    let Ok(body) = crate::connection::handshake_frame(&HandshakeReply::Refused(reason.to_owned()))
+    else {
+        return bytes::Bytes::new();
+    };
     let mut frame = bytes::BytesMut::with_capacity(4 + body.len());
     frame.put_u32(u32::try_from(body.len()).unwrap_or(u32::MAX));
     frame.put_slice(&body);

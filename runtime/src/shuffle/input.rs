@@ -3,6 +3,12 @@
 //! logical channel on it with its own credit; buffers go to the task's thread, which gives
 //! each credit back once it has consumed the buffer, so at most `credit` buffers per channel
 //! are ever on their way or waiting.
+//!
+//! A consumer never waits without bound: a producer's data server must welcome it within the
+//! welcome timeout (one that is saturated, or not a data server, does not), on each of its
+//! connection attempts; after the last the channel fails naming its partition, and with it the
+//! task, so that the scheduler can act. A refusal (token, the job's secret, a request the
+//! protocol does not allow) fails it at once with the server's reason.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -16,7 +22,8 @@ use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-use crate::connection::{decode, encode, framed};
+use crate::connection::{decode, encode, framed, FramedStream};
+use crate::secret::Secret;
 use crate::shuffle::protocol::{
     DataRequest, DataResponse, DATA_PROTOCOL_VERSION, MAX_DATA_FRAME_BYTES,
 };
@@ -35,6 +42,8 @@ pub(crate) struct InputChannel {
 #[derive(Clone, Debug)]
 pub(crate) struct InputSettings {
     pub(crate) job: JobId,
+    /// The job's data secret, which producers' data servers ask for.
+    pub(crate) secret: Secret,
     pub(crate) token: Option<String>,
     /// Buffers per channel in flight (Flink's exclusive buffers per channel).
     pub(crate) credit: u32,
@@ -42,6 +51,8 @@ pub(crate) struct InputSettings {
     pub(crate) attempts: u32,
     /// The first back-off; it doubles per attempt.
     pub(crate) backoff: Duration,
+    /// How long one attempt waits for the connection and the server's welcome.
+    pub(crate) welcome_timeout: Duration,
 }
 
 /// What the reading tasks tell the consumer's thread.
@@ -105,21 +116,69 @@ pub(crate) fn spawn_readers(
     set
 }
 
-async fn connect(address: SocketAddr, settings: &InputSettings) -> Result<TcpStream, String> {
+/// Why a connection attempt failed.
+enum Attempt {
+    /// Worth another attempt (refused by the kernel, timed out, closed before the welcome).
+    Retry(String),
+    /// The server refused the hello, and why: another attempt would be refused too.
+    Refused(String),
+}
+
+/// One attempt: connects, says hello and waits for the welcome, within the welcome timeout.
+async fn attempt(address: SocketAddr, settings: &InputSettings) -> Result<FramedStream, Attempt> {
+    let peer = address.to_string();
+    let attempt = async {
+        let stream = TcpStream::connect(address)
+            .await
+            .map_err(|e| Attempt::Retry(e.to_string()))?;
+        let _ = stream.set_nodelay(true);
+        let mut conn = framed(stream, MAX_DATA_FRAME_BYTES);
+        let hello = DataRequest::Hello {
+            version: DATA_PROTOCOL_VERSION,
+            token: settings.token.clone(),
+            job: settings.job,
+            secret: settings.secret,
+        };
+        let hello = encode(&hello).map_err(|e| Attempt::Refused(e.to_string()))?;
+        conn.send(hello)
+            .await
+            .map_err(|e| Attempt::Retry(e.to_string()))?;
+        let answer = match conn.next().await {
+            Some(Ok(body)) => body,
+            Some(Err(e)) => return Err(Attempt::Retry(e.to_string())),
+            None => return Err(Attempt::Retry("closed before its welcome".into())),
+        };
+        match decode::<DataResponse>(&answer, &peer, 0, "data welcome") {
+            Ok(DataResponse::Welcome) => Ok(conn),
+            Ok(DataResponse::Refused { reason }) => Err(Attempt::Refused(reason)),
+            Ok(other) => Err(Attempt::Refused(format!(
+                "answered the hello with {other:?} instead of a welcome"
+            ))),
+            Err(e) => Err(Attempt::Refused(e.to_string())),
+        }
+    };
+    match tokio::time::timeout(settings.welcome_timeout, attempt).await {
+        Ok(result) => result,
+        Err(_) => Err(Attempt::Retry(format!(
+            "no welcome within {} ms",
+            settings.welcome_timeout.as_millis()
+        ))),
+    }
+}
+
+/// Connects to a producer's data server, with retries and back-off.
+async fn connect(address: SocketAddr, settings: &InputSettings) -> Result<FramedStream, String> {
     let mut backoff = settings.backoff;
     let mut last = String::new();
-    for attempt in 0..settings.attempts.max(1) {
-        if attempt > 0 {
+    for n in 0..settings.attempts.max(1) {
+        if n > 0 {
             tokio::time::sleep(backoff).await;
             backoff *= 2;
         }
-        match tokio::time::timeout(Duration::from_secs(10), TcpStream::connect(address)).await {
-            Ok(Ok(stream)) => {
-                let _ = stream.set_nodelay(true);
-                return Ok(stream);
-            }
-            Ok(Err(e)) => last = e.to_string(),
-            Err(_) => last = "timed out".into(),
+        match attempt(address, settings).await {
+            Ok(conn) => return Ok(conn),
+            Err(Attempt::Refused(reason)) => return Err(format!("refused by {address}: {reason}")),
+            Err(Attempt::Retry(reason)) => last = reason,
         }
     }
     Err(format!(
@@ -131,7 +190,6 @@ async fn connect(address: SocketAddr, settings: &InputSettings) -> Result<TcpStr
 fn request(settings: &InputSettings, channel: u32, c: &InputChannel) -> DataRequest {
     DataRequest::Request {
         channel,
-        job: settings.job,
         partition: c.partition,
         subpartitions: c.subpartitions,
         credit: settings.credit,
@@ -145,21 +203,13 @@ async fn read_from(
     events: &mpsc::Sender<InputEvent>,
 ) -> Result<(), (ResultPartitionId, String)> {
     let first = channels[0].partition;
-    let stream = connect(address, settings).await.map_err(|e| (first, e))?;
-    let (mut sink, mut frames) = framed(stream, MAX_DATA_FRAME_BYTES).split();
+    let conn = connect(address, settings).await.map_err(|e| (first, e))?;
+    let (mut sink, mut frames) = conn.split();
     let lost = |e: String| (first, format!("data connection to {address}: {e}"));
-    let hello = DataRequest::Hello {
-        version: DATA_PROTOCOL_VERSION,
-        token: settings.token.clone(),
-    };
-    sink.send(encode(&hello))
-        .await
-        .map_err(|e| lost(e.to_string()))?;
     for (i, c) in channels.iter().enumerate() {
         let channel = u32::try_from(i).unwrap_or(u32::MAX);
-        sink.send(encode(&request(settings, channel, c)))
-            .await
-            .map_err(|e| lost(e.to_string()))?;
+        let frame = encode(&request(settings, channel, c)).map_err(|e| lost(e.to_string()))?;
+        sink.send(frame).await.map_err(|e| lost(e.to_string()))?;
     }
     let (credit_tx, mut credit_rx) = mpsc::unbounded_channel::<u32>();
     let mut open = channels.len();
@@ -182,7 +232,8 @@ async fn read_from(
                     *freed.entry(c).or_default() += 1;
                 }
                 for (channel, credit) in freed {
-                    if sink.send(encode(&DataRequest::Credit { channel, credit })).await.is_err() {
+                    let frame = encode(&DataRequest::Credit { channel, credit }).map_err(|e| (open_partition(&done), e.to_string()))?;
+                    if sink.send(frame).await.is_err() {
                         return Err((open_partition(&done), format!("data connection to {address} lost")));
                     }
                 }
@@ -201,6 +252,12 @@ async fn read_from(
                     (i < channels.len()).then_some(i)
                 };
                 match response {
+                    DataResponse::Refused { reason } => {
+                        return Err((open_partition(&done), format!("refused by {address}: {reason}")));
+                    }
+                    DataResponse::Welcome => {
+                        return Err((open_partition(&done), format!("{address} sent a second welcome")));
+                    }
                     DataResponse::Buffer { channel, data } => {
                         if index(channel).is_none() {
                             return Err((first, format!("{address} sent a buffer of unknown channel {channel}")));
@@ -228,7 +285,8 @@ async fn read_from(
                             return Err((c.partition, format!("{address}: {reason}")));
                         }
                         tokio::time::sleep(settings.backoff * (1 << retries[i].min(10))).await;
-                        if sink.send(encode(&request(settings, channel, c))).await.is_err() {
+                        let frame = encode(&request(settings, channel, c)).map_err(|e| (c.partition, e.to_string()))?;
+                        if sink.send(frame).await.is_err() {
                             return Err((c.partition, format!("data connection to {address} lost")));
                         }
                     }

@@ -42,13 +42,16 @@ pub enum PartitionFileError {
         source: std::io::Error,
     },
     /// The data directory's quota is spent: the write fails as on a full disk.
-    #[error("partition file {path}: {source}")]
+    #[error("partition file {path}: {source}{}", if *.alone { " (this file alone exceeds the quota: every attempt fails the same way)" } else { "" })]
     Quota {
         /// The file being written.
         path: PathBuf,
         /// The quota.
         #[source]
         source: QuotaExceeded,
+        /// This file's own bytes with the write exceed the quota: no release of other
+        /// partitions makes room, and a new attempt writes the same bytes.
+        alone: bool,
     },
     /// The file is not what was written: damaged or truncated.
     #[error("partition file {path} is damaged at byte {offset}: {reason}")]
@@ -132,10 +135,12 @@ impl PartitionFileWriter {
     }
 
     fn reserve(&mut self, bytes: u64) -> Result<(), PartitionFileError> {
+        let own = self.reserved;
         self.quota
             .reserve(bytes)
             .map_err(|source| PartitionFileError::Quota {
                 path: self.path.clone(),
+                alone: own.saturating_add(bytes) > source.limit,
                 source,
             })?;
         self.reserved += bytes;

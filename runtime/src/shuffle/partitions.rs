@@ -13,6 +13,7 @@ use conflux_deploy::ResultPartitionId;
 use tokio::sync::mpsc;
 
 use crate::protocol::PartitionRef;
+use crate::secret::Secret;
 use crate::shuffle::quota::DiskQuota;
 
 /// What a pipelined subpartition's queue carries.
@@ -109,6 +110,8 @@ struct Held {
     /// its job ended (its cancel not yet seen) must not create or register a partition after the
     /// job's files were deleted.
     ended: std::collections::VecDeque<JobId>,
+    /// The secret of every job this TaskManager runs tasks of: consumers must present it.
+    secrets: HashMap<JobId, Secret>,
 }
 
 /// Ended jobs remembered (16 bytes each): far more than jobs whose tasks can still be running.
@@ -202,12 +205,43 @@ impl ResultPartitionManager {
             .insert((job, id), (Partition::Pipelined(p), 0));
     }
 
-    /// The partition a consumer asks for.
+    /// The partition held as `id` (the data server asks through [`Self::get_checked`]).
+    #[cfg(test)]
     pub(crate) fn get(&self, job: JobId, id: ResultPartitionId) -> Option<Partition> {
         self.lock()
             .partitions
             .get(&(job, id))
             .map(|(p, _)| p.clone())
+    }
+
+    /// A task of `job` is about to run here: consumers of the job's partitions must present
+    /// `secret`, and the job may create partitions again (a job released when this TaskManager
+    /// registered with its JobManager again runs on).
+    pub(crate) fn job_started(&self, job: JobId, secret: Secret) {
+        let mut held = self.lock();
+        held.ended.retain(|j| *j != job);
+        held.secrets.insert(job, secret);
+    }
+
+    /// The secret of a job this TaskManager runs tasks of.
+    pub(crate) fn job_secret(&self, job: JobId) -> Option<Secret> {
+        self.lock().secrets.get(&job).copied()
+    }
+
+    /// The partition a consumer presenting `secret` asks for: `Err` when the job is known here
+    /// with another secret, `Ok(None)` when the partition is not held (the job unknown
+    /// included: it has no partition here).
+    pub(crate) fn get_checked(
+        &self,
+        job: JobId,
+        secret: &Secret,
+        id: ResultPartitionId,
+    ) -> Result<Option<Partition>, ()> {
+        let held = self.lock();
+        match held.secrets.get(&job) {
+            Some(known) if !known.matches(secret) => Err(()),
+            _ => Ok(held.partitions.get(&(job, id)).map(|(p, _)| p.clone())),
+        }
     }
 
     fn delete(&self, removed: Vec<(Partition, u64)>) {
@@ -254,6 +288,7 @@ impl ResultPartitionManager {
                 }
                 held.ended.push_back(job);
             }
+            held.secrets.remove(&job);
             let map = &mut held.partitions;
             let keys: Vec<_> = map.keys().filter(|(j, _)| *j == job).copied().collect();
             keys.iter().filter_map(|k| map.remove(k)).collect()
@@ -267,36 +302,55 @@ impl ResultPartitionManager {
         }
     }
 
-    /// At registration: deletes the partition directories of jobs the JobManager does not
-    /// run (left by an earlier life of this TaskManager). Returns the directories deleted.
-    pub(crate) fn sweep(&self, running: &[JobId]) -> usize {
-        let keep: std::collections::HashSet<String> =
-            running.iter().map(|j| format!("job_{j}")).collect();
-        let Ok(entries) = std::fs::read_dir(&self.data_dir) else {
-            return 0;
+    /// At registration with a JobManager: releases every job but those in `keep` (the jobs
+    /// that JobManager recovers; without high availability none), whether held in memory (an
+    /// earlier registration's, or a dead JobManager's) or left on disk by an earlier life of
+    /// this TaskManager. A released job's producers still running create nothing more until a
+    /// task of the job runs here again. Returns the jobs released.
+    pub(crate) fn release_jobs_except(&self, keep: &[JobId]) -> usize {
+        let keep: std::collections::HashSet<JobId> = keep.iter().copied().collect();
+        let in_memory: std::collections::BTreeSet<JobId> = {
+            let held = self.lock();
+            held.partitions
+                .keys()
+                .map(|(j, _)| *j)
+                .chain(held.secrets.keys().copied())
+                .filter(|j| !keep.contains(j))
+                .collect()
         };
-        let mut deleted = 0;
+        for &job in &in_memory {
+            self.release_job(job);
+        }
+        let mut released = in_memory.len();
+        let keep_dirs: std::collections::HashSet<String> =
+            keep.iter().map(|j| format!("job_{j}")).collect();
+        let Ok(entries) = std::fs::read_dir(&self.data_dir) else {
+            return released;
+        };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with("job_") && !keep.contains(&name) {
-                let held: bool = {
-                    let held = self.lock();
-                    held.partitions
-                        .keys()
-                        .any(|(j, _)| format!("job_{j}") == name)
-                };
-                if held {
-                    continue;
-                }
+            if name.starts_with("job_") && !keep_dirs.contains(&name) {
                 match std::fs::remove_dir_all(entry.path()) {
-                    Ok(()) => deleted += 1,
+                    Ok(()) => released += 1,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                     Err(e) => {
-                        tracing::warn!(dir = %entry.path().display(), "sweeping old partitions: {e}")
+                        tracing::warn!(dir = %entry.path().display(), "deleting old partitions: {e}")
                     }
                 }
             }
         }
-        deleted
+        released
+    }
+
+    /// Releases every job and deletes the partitions directory: what a TaskManager that stops
+    /// leaves of its partitions (nothing).
+    pub(crate) fn release_all(&self) {
+        self.release_jobs_except(&[]);
+        if let Err(e) = std::fs::remove_dir_all(&self.data_dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(dir = %self.data_dir.display(), "deleting the partitions: {e}");
+            }
+        }
     }
 }
 

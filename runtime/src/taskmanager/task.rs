@@ -13,13 +13,19 @@ use conflux_deploy::TaskDeploymentDescriptor;
 use crate::protocol::{
     SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager,
 };
+use crate::secret::Secret;
 use crate::taskmanager::wordcount;
 use crate::taskmanager::{lock, SessionContext};
 
-pub(crate) fn spawn(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: TaskSpec) {
+pub(crate) fn spawn(
+    ctx: Arc<SessionContext>,
+    tdd: TaskDeploymentDescriptor,
+    task: TaskSpec,
+    job_secret: Secret,
+) {
     let attempt = tdd.execution_attempt;
     let mut running = lock(&ctx.running);
-    let handle = tokio::spawn(run(Arc::clone(&ctx), tdd, task));
+    let handle = tokio::spawn(run(Arc::clone(&ctx), tdd, task, job_secret));
     running.insert(attempt, handle.abort_handle());
 }
 
@@ -38,7 +44,12 @@ fn report(
     });
 }
 
-async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: TaskSpec) {
+async fn run(
+    ctx: Arc<SessionContext>,
+    tdd: TaskDeploymentDescriptor,
+    task: TaskSpec,
+    job_secret: Secret,
+) {
     let tdd = Arc::new(tdd);
     let loaded = ctx
         .gates
@@ -58,6 +69,7 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
             let state = TaskState::Failed {
                 reason,
                 partition_not_found: None,
+                non_recoverable: false,
             };
             report(&ctx, &tdd, state, TaskMetrics::default());
             return;
@@ -68,12 +80,19 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
         TaskSpec::Synthetic(task) => synthetic(task, ctx.slowdown).await,
         TaskSpec::WordCount(task) => {
             let started = std::time::Instant::now();
-            let outcome = wordcount::run(&ctx.wordcount, Arc::clone(&tdd), loaded.gates, task)
-                .await
-                .map_err(|f| TaskState::Failed {
-                    reason: f.reason,
-                    partition_not_found: f.partition_not_found,
-                });
+            let outcome = wordcount::run(
+                &ctx.wordcount,
+                Arc::clone(&tdd),
+                loaded.gates,
+                task,
+                job_secret,
+            )
+            .await
+            .map_err(|f| TaskState::Failed {
+                reason: f.reason,
+                partition_not_found: f.partition_not_found,
+                non_recoverable: f.non_recoverable,
+            });
             if outcome.is_ok() && ctx.slowdown > 1.0 {
                 // Cancelled here like any task: a slow attempt that lost its race stops.
                 tokio::time::sleep(extra_time(started.elapsed(), ctx.slowdown)).await;
@@ -86,9 +105,15 @@ async fn run(ctx: Arc<SessionContext>, tdd: TaskDeploymentDescriptor, task: Task
     match outcome {
         Ok(metrics) => report(&ctx, &tdd, TaskState::Finished, metrics),
         Err(state) => {
-            if let TaskState::Failed { reason, .. } = &state {
+            if let TaskState::Failed {
+                reason,
+                non_recoverable,
+                ..
+            } = &state
+            {
                 tracing::info!(
                     vertex = tdd.execution_attempt.vertex,
+                    non_recoverable,
                     "task failed: {reason}"
                 );
             }
@@ -113,6 +138,7 @@ async fn synthetic(task: SyntheticTask, slowdown: f64) -> Result<TaskMetrics, Ta
         Err(TaskState::Failed {
             reason: "injected failure".into(),
             partition_not_found: None,
+            non_recoverable: false,
         })
     } else {
         // A synthetic task writes nothing: it reports the bytes it was told it wrote.

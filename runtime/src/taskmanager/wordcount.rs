@@ -19,9 +19,10 @@ use conflux_operators::{
 };
 use tokio::sync::mpsc;
 
-use crate::protocol::{PartitionRef, TaskMetrics, WordCountRole, WordCountTask};
+use crate::protocol::{PartitionRef, TaskMetrics, WordCountRole, WordCountTask, MAX_CREDIT};
+use crate::secret::Secret;
 use crate::shuffle::input::{spawn_readers, InputChannel, InputEvent, InputSettings};
-use crate::shuffle::partition_file::{PartitionFileWriter, MAX_BUFFER_BYTES};
+use crate::shuffle::partition_file::{PartitionFileError, PartitionFileWriter, MAX_BUFFER_BYTES};
 use crate::shuffle::partitions::{PipelinedItem, PipelinedPartition, ResultPartitionManager};
 
 /// Why a word count task failed.
@@ -29,6 +30,8 @@ use crate::shuffle::partitions::{PipelinedItem, PipelinedPartition, ResultPartit
 pub(crate) struct TaskFailure {
     pub(crate) reason: String,
     pub(crate) partition_not_found: Option<PartitionRef>,
+    /// Every attempt would fail the same way (see [`recurs`]).
+    pub(crate) non_recoverable: bool,
 }
 
 impl TaskFailure {
@@ -36,8 +39,47 @@ impl TaskFailure {
         TaskFailure {
             reason: reason.to_string(),
             partition_not_found: None,
+            non_recoverable: false,
         }
     }
+
+    /// A failure of the output directory or the partition files: non-recoverable when the
+    /// file system's answer would be the same on every attempt.
+    fn storage(reason: impl std::fmt::Display, recurs: bool) -> TaskFailure {
+        TaskFailure {
+            non_recoverable: recurs,
+            ..TaskFailure::new(reason)
+        }
+    }
+
+    fn partition_file(e: PartitionFileError) -> TaskFailure {
+        let recurs = match &e {
+            PartitionFileError::Quota { alone, .. } => *alone,
+            _ => false,
+        };
+        TaskFailure::storage(e, recurs)
+    }
+}
+
+/// Whether a file-system error writing the output directory would recur on every attempt: no
+/// permission, a read-only file system, a full disk or quota, a path through a file, a file
+/// too large. Anything else (an interrupted or timed-out operation, a directory removed
+/// meanwhile) may pass on a retry.
+fn recurs(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::PermissionDenied
+            | ErrorKind::ReadOnlyFilesystem
+            | ErrorKind::StorageFull
+            | ErrorKind::NotADirectory
+            | ErrorKind::FileTooLarge
+    ) || e.raw_os_error() == Some(rustix::io::Errno::DQUOT.raw_os_error())
+}
+
+/// Whether a sink error would recur on every attempt ([`recurs`] for its file system error).
+fn sink_recurs(e: &conflux_operators::SinkError) -> bool {
+    matches!(e, conflux_operators::SinkError::Io { source, .. } if recurs(source))
 }
 
 impl From<conflux_operators::EncodeError> for TaskFailure {
@@ -98,6 +140,8 @@ pub(crate) struct WordCountContext {
     pub(crate) shared: Arc<WordCountShared>,
     pub(crate) partitions: Arc<ResultPartitionManager>,
     pub(crate) token: Option<String>,
+    /// How long a consumer waits for a producer's data server to welcome it, per attempt.
+    pub(crate) welcome_timeout: Duration,
 }
 
 /// Runs the task to its end; its metrics or why it failed.
@@ -106,6 +150,7 @@ pub(crate) async fn run(
     tdd: Arc<TaskDeploymentDescriptor>,
     gates: Vec<LoadedInputGate>,
     task: WordCountTask,
+    job_secret: Secret,
 ) -> Result<TaskMetrics, TaskFailure> {
     let cancel = Arc::new(AtomicBool::new(false));
     let _guard = CancelOnDrop(Arc::clone(&cancel));
@@ -165,13 +210,15 @@ pub(crate) async fn run(
             }
             let settings = Arc::new(InputSettings {
                 job: tdd.job_id,
+                secret: job_secret,
                 token: ctx.token.clone(),
-                credit: task.credit.max(1),
+                credit: task.credit.clamp(1, MAX_CREDIT),
                 attempts: 6,
                 backoff: Duration::from_millis(50),
+                welcome_timeout: ctx.welcome_timeout,
             });
             let n = channels.len();
-            let capacity = (n * task.credit.max(1) as usize).clamp(1, 1 << 16);
+            let capacity = (n * task.credit.clamp(1, MAX_CREDIT) as usize).clamp(1, 1 << 16);
             let (events_tx, events) = mpsc::channel(capacity);
             // Aborted with this future (a cancelled task).
             let _readers = spawn_readers(channels, settings, events_tx);
@@ -278,21 +325,22 @@ fn run_source(
             subpartitions,
             Arc::clone(partitions.quota()),
         )
-        .map_err(TaskFailure::new)?;
+        .map_err(TaskFailure::partition_file)?;
         let mut append = |s: u32, buf: &[u8]| {
             count(s, buf);
-            file.append(s, buf).map_err(TaskFailure::new)
+            file.append(s, buf).map_err(TaskFailure::partition_file)
         };
         emit(words, &routed, cancel, |sub, record| {
             writer.write_record(sub, record, &mut append)
         })?;
         writer.flush(&mut append)?;
-        let size = file.finish().map_err(TaskFailure::new)?;
+        let size = file.finish().map_err(TaskFailure::partition_file)?;
         partitions
             .register_blocking(job, id, path, size)
             .map_err(TaskFailure::new)?;
     } else {
-        let (partition, senders) = PipelinedPartition::new(subpartitions, task.credit as usize);
+        let (partition, senders) =
+            PipelinedPartition::new(subpartitions, task.credit.clamp(1, MAX_CREDIT) as usize);
         partitions.register_pipelined(job, id, Arc::clone(&partition));
         let send = |s: u32, item: PipelinedItem| -> Result<(), TaskFailure> {
             let tx = &senders[s as usize];
@@ -370,18 +418,24 @@ fn publish_counts(
     cancel: &AtomicBool,
 ) -> Result<(), TaskFailure> {
     let own = dir.join(format!(".attempt-{}-{}", attempt.vertex, attempt.attempt));
-    std::fs::create_dir_all(&own)
-        .map_err(|e| TaskFailure::new(format!("output directory {}: {e}", own.display())))?;
-    let written = write_counts(&own, subtask, counts).map_err(TaskFailure::new);
+    std::fs::create_dir_all(&own).map_err(|e| {
+        TaskFailure::storage(
+            format!("output directory {}: {e}", own.display()),
+            recurs(&e),
+        )
+    })?;
+    let written = write_counts(&own, subtask, counts).map_err(|e| {
+        let recurs = sink_recurs(&e);
+        TaskFailure::storage(e, recurs)
+    });
     let published = written.and_then(|(path, _)| {
         cancelled(cancel)?;
         let target = dir.join(path.file_name().unwrap_or_default());
         std::fs::rename(&path, &target).map_err(|e| {
-            TaskFailure::new(format!(
-                "moving {} to {}: {e}",
-                path.display(),
-                target.display()
-            ))
+            TaskFailure::storage(
+                format!("moving {} to {}: {e}", path.display(), target.display()),
+                recurs(&e),
+            )
         })
     });
     // Left behind only when the process dies here; the next attempt's name differs.
@@ -422,6 +476,7 @@ fn run_count(
                         result: partition.result,
                         partition: partition.partition,
                     }),
+                    non_recoverable: false,
                 });
             }
             None => return Err(TaskFailure::new("the input readers stopped")),

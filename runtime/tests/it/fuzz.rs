@@ -169,6 +169,7 @@ async fn random_truncated_and_oversized_frames_never_stop_the_jobmanager() {
             state: TaskState::Failed {
                 reason: "x".repeat(10_000),
                 partition_not_found: None,
+                non_recoverable: false,
             },
             stats: TaskManagerStats::default(),
         },
@@ -366,13 +367,17 @@ async fn unacknowledged_submissions_fail_after_the_rpc_timeout() {
     // restart (2 allowed), both are deployed again, fail again, and the job fails.
     assert_eq!(report.restarts, 2, "{report:?}");
     assert_eq!(report.tasks_deployed, 4, "{report:?}");
-    assert_eq!(report.rpc_timeouts, 4, "{report:?}");
+    assert_eq!(report.rpc_timeouts, Some(4), "{report:?}");
     let reason = report.failure_reason.as_deref().unwrap_or_default();
-    assert!(reason.contains("allows no more restarts"), "{reason}");
+    assert!(
+        reason.starts_with("Recovery is suppressed by the restart strategy"),
+        "{reason}"
+    );
     assert_eq!(report.task_managers_lost, 0, "{report:?}");
-    assert_eq!(
-        report.task_managers[0].tdd_bytes_received, 0,
-        "nothing arrived"
+    // Nothing arrived: 0 as reported, or unknown when no report came at all.
+    assert!(
+        matches!(report.task_managers[0].tdd_bytes_received, None | Some(0)),
+        "{report:?}"
     );
     assert!(report.wall_ms.total >= 400.0, "{:?}", report.wall_ms);
     jm.shutdown().await;
@@ -399,8 +404,8 @@ async fn delayed_messages_show_in_the_heartbeat_round_trip() {
     )
     .await;
     assert_eq!(report.status, "FINISHED", "{report:?}");
-    assert!(report.max_heartbeat_rtt_ms >= 50.0, "{report:?}");
-    assert!(report.max_heartbeat_rtt_ms < 1_000.0, "{report:?}");
+    let rtt = report.max_heartbeat_rtt_ms.expect("a measured round trip");
+    assert!((50.0..1_000.0).contains(&rtt), "{report:?}");
     assert_eq!(report.task_managers_lost, 0, "{report:?}");
     jm.shutdown().await;
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use conflux_deploy::TaskManagerId;
 use conflux_graph::ResultPartitionType;
-use conflux_runtime::protocol::{HandshakeReply, Welcome, PROTOCOL_VERSION};
+use conflux_runtime::protocol::{HandshakeReply, Secret, Welcome, PROTOCOL_VERSION};
 use conflux_runtime::{HeartbeatConfig, JobManager, JobManagerConfig};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -149,7 +149,7 @@ async fn stopping_a_task_manager_closes_its_connection_at_once() {
     assert_eq!(report.status, "FINISHED", "{report:?}");
     assert_eq!(
         (report.task_managers_lost, report.heartbeat_timeouts),
-        (1, 0)
+        (1, Some(0))
     );
     let entry = report
         .task_managers
@@ -224,7 +224,8 @@ async fn a_silent_jobmanager_is_lost_after_the_heartbeat_timeout() {
             blob_server_url: "http://127.0.0.1:9".into(),
             heartbeat_interval_ms: 50,
             heartbeat_timeout_ms: 300,
-            running_jobs: Vec::new(),
+            registration_secret: Some(Secret([5; 16])),
+            keep_jobs: Vec::new(),
         })),
     ));
     let (mut first, _) = within(
@@ -285,4 +286,130 @@ async fn a_jobmanager_shut_down_while_a_job_runs_cancels_it_and_returns() {
     assert_eq!(report.tasks, 4);
     // Nobody listens any more.
     assert!(JobManagerClient::connect(&address, None).await.is_err());
+}
+
+/// Regression: a heartbeat hello with a registered TaskManager's id and pid replaced that
+/// TaskManager's heartbeat connection (12 tries knocked a cluster's 3 TaskManagers off at
+/// once). Without the secret the JobManager gave it at registration the hello is refused,
+/// and the TaskManager's own heartbeat connection stays: nobody is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_heartbeat_hello_without_the_registration_secret_is_refused_and_replaces_nothing() {
+    use conflux_runtime::protocol::{Hello, Role, Secret};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(config(dir.path(), 50, 500)).await;
+    let address = jm.address();
+    let _a = Tm::spawn(tm_config(&address.to_string(), 2, &dir.path().join("tm-a")));
+    let _b = Tm::spawn(tm_config(&address.to_string(), 2, &dir.path().join("tm-b")));
+    wait_for_task_managers(&jm, 2).await;
+    let mut held = Vec::new();
+    for attempt in 0..12u8 {
+        for tm in jm.task_managers() {
+            let hello = Hello {
+                token: None,
+                role: Role::Heartbeat {
+                    task_manager: tm.id,
+                    pid: tm.pid,
+                    secret: Secret([attempt; 16]),
+                },
+            };
+            let mut stream =
+                crate::support::connect_and_send(address, &crate::support::hello_frame(&hello))
+                    .await;
+            let body = read_frame(&mut stream).await.expect("an answer");
+            let reply: HandshakeReply =
+                conflux_runtime::connection::decode(&body[8..], "jm", 0, "reply").expect("reply");
+            match reply {
+                HandshakeReply::Refused(reason) => assert_eq!(
+                    reason,
+                    format!(
+                        "{} (process {}) is not registered with that secret",
+                        tm.id, tm.pid
+                    )
+                ),
+                other => panic!("a hijacked heartbeat connection: {other:?}"),
+            }
+            held.push(stream);
+        }
+    }
+    // Past the 500 ms heartbeat timeout: both still answer on their own connections.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    assert_eq!(jm.task_managers().len(), 2);
+    let report = run_job(
+        &jm,
+        submission(word_count(2, ResultPartitionType::Blocking), (0, 0)),
+        Duration::from_secs(20),
+    )
+    .await;
+    assert_eq!(report.status, "FINISHED", "{report:?}");
+    assert_eq!(report.task_managers_lost, 0, "{report:?}");
+    jm.shutdown().await;
+}
+
+/// A JobManager that shuts down says goodbye (`Disconnect`) on a TaskManager's heartbeat
+/// connection too, before closing it: a TaskManager that reads the heartbeat connection's end
+/// first knows it was disconnected, not that its JobManager was lost. Regression: the
+/// heartbeat connection closed bare while the goodbye was still queued on the main one, and
+/// TaskManagers warned "JobManager lost" after clean `conflux cluster` runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jobmanager_shutting_down_says_goodbye_on_both_connections() {
+    use conflux_runtime::connection::decode;
+    use conflux_runtime::protocol::{Hello, Role, TaskManagerRegistration, ToTaskManager};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let jm = start_jm(config(dir.path(), 60_000, 120_000)).await;
+    let registration = Hello {
+        token: None,
+        role: Role::TaskManager(TaskManagerRegistration {
+            slots: 1,
+            data_address: "127.0.0.1:9".parse().expect("address"),
+            pid: 4242,
+        }),
+    };
+    let mut main = crate::support::connect_and_send(
+        jm.address(),
+        &frame(&prefixed(PROTOCOL_VERSION, &msgpack(&registration))),
+    )
+    .await;
+    let welcome = read_frame(&mut main).await.expect("a welcome");
+    let (id, secret) = match decode::<HandshakeReply>(&welcome[8..], "jobmanager", 0, "welcome") {
+        Ok(HandshakeReply::Welcome(Welcome {
+            task_manager_id: Some(id),
+            registration_secret: Some(secret),
+            ..
+        })) => (id, secret),
+        other => panic!("not a welcome: {other:?}"),
+    };
+    let heartbeat_hello = Hello {
+        token: None,
+        role: Role::Heartbeat {
+            task_manager: id,
+            pid: 4242,
+            secret,
+        },
+    };
+    let mut heartbeats = crate::support::connect_and_send(
+        jm.address(),
+        &frame(&prefixed(PROTOCOL_VERSION, &msgpack(&heartbeat_hello))),
+    )
+    .await;
+    // The JobManager attaches the connection before it welcomes it.
+    assert!(read_frame(&mut heartbeats).await.is_some(), "a welcome");
+    within("the shutdown", Duration::from_secs(5), jm.shutdown()).await;
+    for (name, stream) in [("heartbeat", &mut heartbeats), ("main", &mut main)] {
+        // Heartbeat requests may come first (never with a 60 s interval, but allowed).
+        let goodbye = loop {
+            let body = read_frame(stream)
+                .await
+                .unwrap_or_else(|| panic!("the {name} connection closed without a goodbye"));
+            match decode::<ToTaskManager>(&body, "jobmanager", 0, "message").expect("a message") {
+                ToTaskManager::HeartbeatRequest { .. } => {}
+                other => break other,
+            }
+        };
+        assert_eq!(
+            goodbye,
+            ToTaskManager::Disconnect("the JobManager is shutting down".into()),
+            "{name}"
+        );
+        until_closed(stream, Duration::from_secs(5)).await;
+    }
 }

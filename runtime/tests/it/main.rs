@@ -6,6 +6,7 @@ mod dataplane;
 mod fuzz;
 mod handshake;
 mod heartbeat;
+mod limits;
 mod protocol;
 mod speculative;
 mod support;

@@ -191,11 +191,11 @@ async fn an_undecided_word_count_is_decided_from_the_winners_bytes() {
     assert!(s.started > 0 && s.won > 0, "{s:?}");
     let plain = run(SpeculativeExecutionOptions::default(), "plain").await;
     assert_eq!(plain.speculative_attempts.started, 0);
-    let (a, b) = (
-        speculating.adaptive.expect("decided"),
-        plain.adaptive.expect("decided"),
+    let (a, b) = (speculating.adaptive, plain.adaptive);
+    assert!(
+        b.decided_parallelism.as_ref().expect("decided")["count"] > 1,
+        "{b:?}"
     );
-    assert!(b.decided_parallelism["count"] > 1, "{b:?}");
     assert_eq!(a.decided_parallelism, b.decided_parallelism);
     assert_eq!(a.consumed_subpartitions, b.consumed_subpartitions);
     assert_eq!(a.bytes_per_task, b.bytes_per_task);

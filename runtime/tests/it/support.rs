@@ -178,7 +178,9 @@ pub(crate) fn frame(body: &[u8]) -> Vec<u8> {
 
 /// The MessagePack body of a protocol message.
 pub(crate) fn msgpack<T: serde::Serialize>(message: &T) -> Vec<u8> {
-    conflux_runtime::connection::encode(message).to_vec()
+    conflux_runtime::connection::encode(message)
+        .expect("the message encodes")
+        .to_vec()
 }
 
 /// A handshake frame of this protocol version carrying `message`.

@@ -9,7 +9,8 @@ use conflux_deploy::{ExecutionAttemptId, TaskManagerId, TaskManagerLocation};
 use conflux_graph::json::{JobGraphJson, PARALLELISM_UNDECIDED};
 use conflux_graph::{ExecutionVertexIndex, IntermediateResultPartitionId, JobGraph};
 use conflux_scheduler::{
-    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig, SchedulerError,
+    Command, Event, FailureCause, JobStatus, RestartStrategy, Scheduler, SchedulerConfig,
+    SchedulerError,
 };
 use conflux_test_support::job_graphs::{build, edge, job, vertex};
 use conflux_test_support::reference::{members_of, Explicit};
@@ -33,6 +34,8 @@ struct Driver {
     log: Vec<Command>,
     initialized: Vec<(String, u32)>,
     now: u64,
+    /// Report this many bytes per subpartition instead of the task's bytes spread evenly.
+    per_subpartition: Option<u64>,
 }
 
 impl Driver {
@@ -43,6 +46,7 @@ impl Driver {
             log: Vec::new(),
             initialized: Vec::new(),
             now: 0,
+            per_subpartition: None,
         };
         d.apply(Event::TaskManagerRegistered {
             location: TaskManagerLocation {
@@ -112,7 +116,11 @@ impl Driver {
                             .produced_data_sets(id.job_vertex)
                             .iter()
                             .map(|&d| match self.s.subpartitions_of(d) {
-                                Some(n) => vec![bytes / u64::from(n); n as usize],
+                                Some(n) => {
+                                    let each =
+                                        self.per_subpartition.unwrap_or(bytes / u64::from(n));
+                                    vec![each; n as usize]
+                                }
                                 None => Vec::new(),
                             })
                             .collect();
@@ -159,12 +167,23 @@ fn options() -> BatchExecutionOptions {
     }
 }
 
+/// Restarts after 1 s, up to 100 (the fates fail first attempts only).
+fn config() -> SchedulerConfig {
+    SchedulerConfig {
+        restart: RestartStrategy::FixedDelay {
+            attempts: 100,
+            delay_ms: 1_000,
+        },
+        ..SchedulerConfig::default()
+    }
+}
+
 /// Runs the undecided job adaptively and the job with the parallelisms it decided built whole,
 /// under the same fates: the commands must be the same, and both jobs FINISHED.
 fn check_same_as_built(bytes_per_source_task: u64, fate: &dyn Fn(&str) -> Fate) -> Driver {
     let undecided = three_stage(PARALLELISM_UNDECIDED, PARALLELISM_UNDECIDED);
     let job = JobGraph::from_json(&undecided).expect("valid");
-    let s = Scheduler::new_adaptive(job, options(), SchedulerConfig::default()).expect("adaptive");
+    let s = Scheduler::new_adaptive(job, options(), config()).expect("adaptive");
     let mut adaptive = Driver::new(s);
     adaptive.run(bytes_per_source_task, fate);
     assert_eq!(adaptive.s.status(), JobStatus::Finished);
@@ -176,7 +195,7 @@ fn check_same_as_built(bytes_per_source_task: u64, fate: &dyn Fn(&str) -> Fate) 
         .map(|d| d.parallelism)
         .collect();
     let (graph, regions) = build(&three_stage(decided[0] as i32, decided[1] as i32));
-    let mut built = Driver::new(Scheduler::new(graph, regions, SchedulerConfig::default()));
+    let mut built = Driver::new(Scheduler::new(graph, regions, config()));
     built.run(bytes_per_source_task, fate);
     assert_eq!(built.s.status(), JobStatus::Finished);
     assert_eq!(adaptive.log, built.log);
@@ -306,5 +325,81 @@ fn a_bad_byte_report_is_refused() {
     assert_eq!(
         d.s.state(ExecutionVertexIndex(0)),
         conflux_deploy::ExecutionState::Running
+    );
+}
+
+/// Flink's `AdaptiveBatchSchedulerTest#testDecideParallelismForForwardTarget`: source (6) ->
+/// map (-1) -> sink (-1), both edges POINTWISE and blocking, map -> sink FORWARD. Map is decided
+/// at 5 when the source finishes, the sink stays undecided until map finishes and then takes
+/// its forward group's 5, reading all of map's 5 x ceil(128 / 5) = 130 subpartitions of 100
+/// bytes, 13,000 bytes (Flink's expected values; Flink's test fixes the decisions with a
+/// custom decider, here the bytes do: 6 x ceil(128 / 6) = 132 subpartitions of 100 bytes at
+/// 3,250 bytes per task decide 5, while the sink's 13,000 bytes alone would decide 4).
+#[test]
+fn a_forward_target_takes_its_groups_parallelism() {
+    let run = |forward: bool| {
+        let mut sink_edge = edge("map", "sink", "pointwise", "blocking");
+        if forward {
+            sink_edge.ship_strategy = Some("FORWARD".to_owned());
+        }
+        let mut json = job(
+            "batch",
+            vec![vertex("source", 6), vertex("map", 1), vertex("sink", 1)],
+            vec![edge("source", "map", "pointwise", "blocking"), sink_edge],
+        );
+        json.vertices[1].parallelism = PARALLELISM_UNDECIDED;
+        json.vertices[2].parallelism = PARALLELISM_UNDECIDED;
+        let options = BatchExecutionOptions {
+            avg_data_volume_per_task: 3_250,
+            ..BatchExecutionOptions::default()
+        };
+        let job = JobGraph::from_json(&json).expect("valid");
+        let s = Scheduler::new_adaptive(job, options, config()).expect("adaptive");
+        let mut d = Driver::new(s);
+        d.per_subpartition = Some(100);
+        d.run(0, &|_| Fate::Finish);
+        assert_eq!(d.s.status(), JobStatus::Finished);
+        d
+    };
+    let d = run(true);
+    assert_eq!(
+        d.initialized,
+        vec![("map".to_owned(), 5), ("sink".to_owned(), 5)]
+    );
+    let sink = &d.s.decisions()[1];
+    assert!(sink.undecided, "decided at run time, by its group");
+    assert_eq!(sink.bytes_per_task.iter().sum::<u64>(), 13_000);
+    assert_eq!(sink.bytes_per_task, vec![2_600; 5]);
+    // Without the FORWARD edge the sink is decided from its own bytes.
+    let d = run(false);
+    assert_eq!(
+        d.initialized,
+        vec![("map".to_owned(), 5), ("sink".to_owned(), 4)]
+    );
+}
+
+/// The reproduction of a forward group on `conflux run`: source (6) -> map (-1, ALL_TO_ALL) ->
+/// sink (-1, FORWARD): the sink takes map's parallelism whatever its own bytes would decide.
+#[test]
+fn a_forward_group_of_undecided_vertices_is_decided_once() {
+    let mut sink_edge = edge("map", "sink", "pointwise", "blocking");
+    sink_edge.ship_strategy = Some("FORWARD".to_owned());
+    let mut json = job(
+        "batch",
+        vec![vertex("source", 6), vertex("map", 1), vertex("sink", 1)],
+        vec![edge("source", "map", "all_to_all", "blocking"), sink_edge],
+    );
+    json.vertices[1].parallelism = PARALLELISM_UNDECIDED;
+    json.vertices[2].parallelism = PARALLELISM_UNDECIDED;
+    let job = JobGraph::from_json(&json).expect("valid");
+    let s = Scheduler::new_adaptive(job, options(), config()).expect("adaptive");
+    let mut d = Driver::new(s);
+    // 6 x 8 MiB over 8 subpartitions of 6 MiB: map decides 4 ranges of two (12 MiB each); its
+    // tasks write 8 MiB each, 32 MiB, which alone would decide 2 sink subtasks.
+    d.run(8 * MIB, &|_| Fate::Finish);
+    assert_eq!(d.s.status(), JobStatus::Finished);
+    assert_eq!(
+        d.initialized,
+        vec![("map".to_owned(), 4), ("sink".to_owned(), 4)]
     );
 }

@@ -290,7 +290,15 @@ fn region_to_restart_benchmark_shape_through_the_scheduler() {
         (ResultPartitionType::Pipelined, 8000),
     ] {
         let (graph, regions) = benchmark_graph(partition_type);
-        let mut scheduler = Scheduler::new(graph, regions, SchedulerConfig::default());
+        // A strategy that restarts (Flink's default without checkpointing would fail the job).
+        let config = SchedulerConfig {
+            restart: conflux_scheduler::RestartStrategy::FixedDelay {
+                attempts: 1,
+                delay_ms: 1,
+            },
+            ..SchedulerConfig::default()
+        };
+        let mut scheduler = Scheduler::new(graph, regions, config);
         let location = TaskManagerLocation {
             id: TaskManagerId(0),
             data_address: ([10, 0, 0, 1], 6121).into(),

@@ -265,3 +265,90 @@ fn slots_fill_task_managers_in_turn_or_spread_out_as_flink_evenly_spread_out_slo
         [(0, at(0, 0)), (1, at(1, 0)), (2, at(0, 1)), (3, at(1, 1))]
     );
 }
+
+/// Flink's bulk checker timeout path: a bulk unfulfillable for `slot.request.timeout` fails its
+/// tasks with `NoResourceAvailableException`, which goes through failover and the restart
+/// strategy (`ExecutionFailureHandler`): two restarts, each asking for the slots anew (and
+/// timing out one timeout after it), then "Recovery is suppressed by ...".
+#[test]
+fn a_timed_out_request_fails_its_tasks_through_the_restart_strategy() {
+    let config = SchedulerConfig {
+        restart: RestartStrategy::FixedDelay {
+            attempts: 2,
+            delay_ms: 1_000,
+        },
+        ..SchedulerConfig::default()
+    };
+    // One region of four tasks in two slot sharing groups: 2 slots, the cluster has 1.
+    let mut s = scheduler_of("batch", config, ["a", "b"], "pipelined", "all_to_all");
+    register(&mut s, 1);
+    s.handle(0, Event::Start).expect("start");
+    for (k, timeout) in [300_000, 601_000].into_iter().enumerate() {
+        let out = s.handle(timeout, Event::Tick).expect("tick");
+        assert!(
+            out.iter().any(|c| matches!(c, Command::Restart(_))),
+            "timeout {k} restarts: {out:?}"
+        );
+        assert_eq!(s.status(), JobStatus::Running);
+        assert_eq!(s.restarts(), k as u32 + 1);
+        // The restart runs after the delay and asks for the slots again.
+        assert_eq!(s.next_timer(), Some(timeout + 1_000));
+        s.handle(timeout + 1_000, Event::Tick).expect("restart");
+    }
+    assert_eq!(s.next_timer(), Some(902_000));
+    let out = s.handle(902_000, Event::Tick).expect("tick");
+    assert_eq!(statuses(&out), [JobStatus::Failing, JobStatus::Failed]);
+    let reason = s.failure_reason().expect("reason");
+    assert!(
+        reason.starts_with(
+            "Recovery is suppressed by the restart strategy FixedDelayRestartBackoffTimeStrategy(attempts=2, delay=1000 ms) (2 restart(s) so far): A#0 failed: NoResourceAvailableException: could not acquire a slot within 300000 ms"
+        ),
+        "{reason}"
+    );
+}
+
+/// The streaming word count of 10 x 10 (one region of 10 shared slots) on one TaskManager of 2
+/// slots with exponential delay of 5 attempts, jitter off: 6 timeouts of 300 s, 5 restarts after
+/// 1, 1.5, 2.25, 3.375 and 5.062 s; FAILED at 1,813,187 ms (Flink restarts it 5 times and fails
+/// it at about 1,813 s; an earlier Conflux failed it at 300 s without a restart).
+#[test]
+fn an_unservable_streaming_job_restarts_as_its_strategy_allows_then_fails() {
+    let json =
+        conflux_graph::generate::word_count(10, conflux_graph::ResultPartitionType::Pipelined);
+    let (graph, regions) = build(&json);
+    let restart = match RestartStrategy::exponential_default(5) {
+        RestartStrategy::ExponentialDelay {
+            initial_ms,
+            max_ms,
+            multiplier,
+            reset_after_ms,
+            attempts,
+            ..
+        } => RestartStrategy::ExponentialDelay {
+            initial_ms,
+            max_ms,
+            multiplier,
+            reset_after_ms,
+            jitter_factor: 0.0,
+            attempts,
+        },
+        other => other,
+    };
+    let config = SchedulerConfig {
+        restart,
+        ..SchedulerConfig::default()
+    };
+    let mut s = Scheduler::new(graph, regions, config);
+    register(&mut s, 2);
+    s.handle(0, Event::Start).expect("start");
+    let mut failed_at = None;
+    while let Some(t) = s.next_timer() {
+        s.handle(t, Event::Tick).expect("tick");
+        if s.status() == JobStatus::Failed {
+            failed_at = Some(t);
+            break;
+        }
+    }
+    assert_eq!(failed_at, Some(1_813_187));
+    assert_eq!(s.restarts(), 5);
+}

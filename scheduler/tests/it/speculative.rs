@@ -16,7 +16,7 @@ use conflux_deploy::{
 use conflux_graph::{generate, ExecutionGraph, ExecutionVertexIndex, JobGraph, PipelinedRegions};
 use conflux_graph::{IntermediateDataSetIndex, IntermediateResultPartitionId, ResultPartitionType};
 use conflux_scheduler::{
-    Command, Event, FailureCause, JobStatus, Scheduler, SchedulerConfig,
+    Command, Event, FailureCause, JobStatus, RestartStrategy, Scheduler, SchedulerConfig,
     SpeculativeExecutionOptions, SpeculativeStats,
 };
 
@@ -56,9 +56,24 @@ fn handle(s: &mut Scheduler, now: u64, event: Event) -> Vec<Command> {
     s.handle(now, event).expect("a valid event")
 }
 
+/// The restart strategy of most tests: restarts after 1 s, up to 10.
+const RESTARTS: RestartStrategy = RestartStrategy::FixedDelay {
+    attempts: 10,
+    delay_ms: 1_000,
+};
+
 /// The word count running with `A#0..2` finished at 1,000 ms and `A#3` still running on
 /// TaskManager 0.
 fn started(options: SpeculativeExecutionOptions) -> Scheduler {
+    started_with(options, RESTARTS, 2)
+}
+
+/// As [`started`], with a restart strategy and `task_managers` TaskManagers of 4 slots.
+fn started_with(
+    options: SpeculativeExecutionOptions,
+    restart: RestartStrategy,
+    task_managers: u32,
+) -> Scheduler {
     let json = generate::word_count(4, ResultPartitionType::Blocking);
     let graph = Arc::new(
         ExecutionGraph::build(JobGraph::from_json(&json).expect("valid")).expect("expands"),
@@ -66,10 +81,11 @@ fn started(options: SpeculativeExecutionOptions) -> Scheduler {
     let regions = Arc::new(PipelinedRegions::compute(&graph).expect("regions"));
     let config = SchedulerConfig {
         speculative: options,
+        restart,
         ..SchedulerConfig::default()
     };
     let mut s = Scheduler::new(graph, regions, config);
-    for tm in 0..2 {
+    for tm in 0..task_managers {
         handle(
             &mut s,
             0,
@@ -216,6 +232,8 @@ fn a_speculative_attempt_that_wins_is_the_one_consumers_read() {
     );
 }
 
+/// Flink's `handleLocalExecutionAttemptFailure`: the failure restarts nothing, but it is
+/// recorded with the restart strategy (Flink's `numRestarts` counts it).
 #[test]
 fn when_the_original_fails_the_speculative_attempt_carries_on_without_failover() {
     let mut s = started(options());
@@ -230,6 +248,11 @@ fn when_the_original_fails_the_speculative_attempt_carries_on_without_failover()
         "no restart, no cancel, no status change: {out:?}"
     );
     assert_eq!(
+        s.restarts(),
+        1,
+        "the failure counts with the restart strategy"
+    );
+    assert_eq!(
         s.attempt(SLOW),
         attempt(3, 1),
         "the speculative attempt took over"
@@ -240,7 +263,7 @@ fn when_the_original_fails_the_speculative_attempt_carries_on_without_failover()
     assert_eq!(deployed(&out).len(), 4);
     assert_eq!(s.producer(SLOW).location, Some(location(1)));
     assert_eq!(finish_counts(&mut s, 3_000), JobStatus::Finished);
-    assert_eq!(s.restarts(), 0);
+    assert_eq!(s.restarts(), 1);
     assert_eq!(s.speculative_stats().won, 1);
 }
 
@@ -258,7 +281,7 @@ fn when_the_speculative_attempt_fails_the_original_carries_on() {
     let out = handle(&mut s, 2_000, Event::TaskFinished(attempt(3, 0)));
     assert!(cancelled(&out).is_empty());
     assert_eq!(finish_counts(&mut s, 3_000), JobStatus::Finished);
-    assert_eq!(s.restarts(), 0);
+    assert_eq!(s.restarts(), 1, "the local failure is recorded");
     assert_eq!(s.speculative_stats().failed, 1);
 }
 
@@ -277,7 +300,111 @@ fn when_both_attempts_fail_the_vertex_fails_over() {
         Event::TaskFailed(attempt(3, 1), FailureCause::Task),
     );
     assert!(out.contains(&Command::Restart(vec![SLOW])), "{out:?}");
-    assert_eq!(s.restarts(), 1);
+    assert_eq!(s.restarts(), 2, "a local failure, then the failover");
+}
+
+/// Flink's `SpeculativeSchedulerTest#testLocalExecutionAttemptFailureAndForbiddenRestartWillFailJob`:
+/// the original attempt of a slow task fails while its speculative attempt runs, and the
+/// restart strategy allows no restart: the job fails (the speculative attempt is cancelled).
+#[test]
+fn a_local_failure_the_restart_strategy_forbids_fails_the_job() {
+    let mut s = started_with(options(), RestartStrategy::None, 2);
+    speculate(&mut s);
+    let out = handle(
+        &mut s,
+        1_700,
+        Event::TaskFailed(attempt(3, 0), FailureCause::Task),
+    );
+    assert_eq!(s.status(), JobStatus::Failed);
+    assert!(
+        out.contains(&Command::Cancel(attempt(3, 1))),
+        "the speculative attempt that took over is cancelled: {out:?}"
+    );
+    let reason = s.failure_reason().expect("a reason");
+    assert!(
+        reason.starts_with(
+            "Recovery is suppressed by the restart strategy NoRestartBackoffTimeStrategy"
+        ),
+        "{reason}"
+    );
+    assert!(
+        reason.ends_with("source#3 failed: task failure"),
+        "{reason}"
+    );
+}
+
+/// With fixed delay of one attempt, the local failure uses that attempt: the job runs on (the
+/// speculative attempt), and the next failure, the failover of the vertex, fails the job.
+#[test]
+fn a_local_failure_uses_an_attempt_of_a_fixed_delay_strategy() {
+    let once = RestartStrategy::FixedDelay {
+        attempts: 1,
+        delay_ms: 1_000,
+    };
+    let mut s = started_with(options(), once, 2);
+    speculate(&mut s);
+    handle(
+        &mut s,
+        1_700,
+        Event::TaskFailed(attempt(3, 0), FailureCause::Task),
+    );
+    assert_eq!(s.status(), JobStatus::Running);
+    assert_eq!(s.restarts(), 1, "the attempt is used");
+    handle(
+        &mut s,
+        1_800,
+        Event::TaskFailed(attempt(3, 1), FailureCause::Task),
+    );
+    assert_eq!(s.status(), JobStatus::Failed);
+    assert!(s.failure_reason().expect("a reason").contains(
+        "FixedDelayRestartBackoffTimeStrategy(attempts=1, delay=1000 ms) (1 restart(s) so far)"
+    ));
+    // A failed speculative attempt counts as well: the original's later failure is the second.
+    let mut s = started_with(options(), once, 2);
+    speculate(&mut s);
+    handle(
+        &mut s,
+        1_700,
+        Event::TaskFailed(attempt(3, 1), FailureCause::Task),
+    );
+    assert_eq!((s.status(), s.restarts()), (JobStatus::Running, 1));
+    handle(
+        &mut s,
+        1_800,
+        Event::TaskFailed(attempt(3, 0), FailureCause::Task),
+    );
+    assert_eq!(s.status(), JobStatus::Failed);
+}
+
+/// With `block-slow-node-duration` 0 nothing is blocked, and the speculative attempt takes a
+/// free slot as any request does, on the slow task's own TaskManager too (Flink's allocation has
+/// no rule against it): the only TaskManager of the job, or the lowest free slot of two.
+#[test]
+fn without_blocking_a_speculative_attempt_may_use_the_slow_tasks_task_manager() {
+    let unblocked = SpeculativeExecutionOptions {
+        block_slow_node_duration_ms: 0,
+        ..options()
+    };
+    for task_managers in [1, 2] {
+        let mut s = started_with(unblocked, RESTARTS, task_managers);
+        let out = handle(&mut s, 1_500, Event::CheckSlowTasks);
+        assert!(!s.is_blocked(TaskManagerId(0)));
+        assert_eq!(
+            out,
+            [Command::DeploySpeculative {
+                tasks: vec![(attempt(3, 1), slot(0, 0))]
+            }],
+            "{task_managers} TaskManager(s)"
+        );
+        handle(&mut s, 1_501, Event::TaskRunning(attempt(3, 1)));
+        let out = handle(&mut s, 1_600, Event::TaskFinished(attempt(3, 1)));
+        assert_eq!(cancelled(&out), [attempt(3, 0)]);
+        assert_eq!(s.producer(SLOW).location, Some(location(0)));
+    }
+    // With a block, the only TaskManager is the slow node: no slot for a speculative attempt.
+    let mut s = started_with(options(), RESTARTS, 1);
+    assert!(handle(&mut s, 1_500, Event::CheckSlowTasks).is_empty());
+    assert!(s.is_blocked(TaskManagerId(0)));
 }
 
 #[test]

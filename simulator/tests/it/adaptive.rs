@@ -54,17 +54,13 @@ fn decides_from_the_source_bytes() {
     assert_eq!(r.status, JobStatus::Finished);
     let a = r.adaptive.expect("adaptive report");
     assert_eq!(
-        a.decided_parallelism,
-        vec![("source".to_owned(), 16), ("map".to_owned(), 8)]
+        a.keys.decided_parallelism,
+        Some([("source".to_owned(), 16), ("map".to_owned(), 8)].into())
     );
     assert_eq!(a.execution_vertices, 16 + 8 + 2);
     assert_eq!(r.tasks_deployed, 26);
-    let map = a
-        .bytes_per_task
-        .iter()
-        .find(|(id, _)| id == "map")
-        .expect("map");
-    assert_eq!((map.1.min, map.1.max), (16 << 20, 16 << 20));
+    let map = a.keys.bytes_per_task.as_ref().expect("bytes per task")["map"];
+    assert_eq!((map.min, map.max), (16 << 20, 16 << 20));
 }
 
 /// Seeded task failures and lost partitions strike dynamically initialised tasks too: every
@@ -76,6 +72,9 @@ fn faults_and_budgets_change_nothing_decided() {
     for seed in 0..20 {
         let mut config = SimulationConfig::for_job_type(JobType::Batch);
         config.seed = seed;
+        config.scheduler.restart = conflux_scheduler::RestartStrategy::exponential_default(
+            conflux_scheduler::FLINK_MAX_ATTEMPTS,
+        );
         config.faults = Faults {
             task_failure: 0.2,
             partition_not_found: 0.2,
@@ -95,6 +94,7 @@ fn faults_and_budgets_change_nothing_decided() {
             r.adaptive
                 .as_ref()
                 .expect("report")
+                .keys
                 .decided_parallelism
                 .clone()
         };

@@ -323,3 +323,44 @@ fn scripts_with_impossible_clusters_are_refused_naming_the_task_manager() {
     );
     assert!(parse(json!([{"id": "ok", "slots": 65_536}])).is_ok());
 }
+
+/// With restart flags the replay follows the strategy: `none` fails the job at the first
+/// failure (no restart set); fixed delay of one attempt restarts the first failure after its
+/// delay, before the next event, and fails the job at the second.
+#[test]
+fn a_restart_strategy_decides_the_replay_s_failovers() {
+    use conflux_scheduler::RestartStrategy;
+    use conflux_sim::script::replay_with;
+    let g = graph(
+        "batch",
+        &[("A", 2), ("B", 2)],
+        &[("A", "B", "all_to_all", "blocking")],
+    );
+    let replay = |strategy, events: Value| {
+        let script =
+            Script::parse(json!({ "events": events }).to_string().as_bytes()).expect("script");
+        replay_with(Arc::clone(&g.0), Arc::clone(&g.1), &script, strategy).expect("replays")
+    };
+    let start = json!([
+        {"event": -1, "deploy": ["A#0"]},
+        {"event": -1, "deploy": ["A#1"]},
+    ]);
+    let out = replay(RestartStrategy::None, json!([{"fail": "A#0"}]));
+    assert_eq!(out.status, "FAILED");
+    assert_eq!(serde_json::to_value(&out.timeline).expect("json"), start);
+    let once = RestartStrategy::FixedDelay {
+        attempts: 1,
+        delay_ms: 1_000,
+    };
+    let out = replay(once, json!([{"fail": "A#0"}, {"fail": "A#1"}]));
+    assert_eq!(out.status, "FAILED");
+    assert_eq!(
+        serde_json::to_value(&out.timeline).expect("json"),
+        json!([
+            {"event": -1, "deploy": ["A#0"]},
+            {"event": -1, "deploy": ["A#1"]},
+            {"event": 0, "restart": ["A#0"]},
+            {"event": 0, "deploy": ["A#0"]},
+        ])
+    );
+}

@@ -450,7 +450,7 @@ fn different_simulation_seeds_give_different_traces() {
 /// Soak: `CONFLUX_SOAK_SEEDS` seeds (default 100,000) from `CONFLUX_SOAK_START` (default
 /// 1,000,000, past the default run).
 #[test]
-#[ignore = "soak run: CONFLUX_SOAK_SEEDS=100000 cargo test -p conflux-scheduler --test it -- --ignored soak"]
+#[ignore = "soak run: CONFLUX_SOAK_SEEDS=100000 cargo test --release -p conflux-sim --test it -- --ignored soak"]
 fn soak_simulated_jobs() {
     let env = |name: &str, default: u64| {
         std::env::var(name)

@@ -7,7 +7,9 @@ use std::collections::HashSet;
 
 use conflux_deploy::{ExecutionAttemptId, ExecutionState, ProducerStates};
 use conflux_graph::{generate, ExecutionVertexIndex, ResultPartitionType};
-use conflux_scheduler::{Command, Event, JobStatus, Scheduler, SpeculativeExecutionOptions};
+use conflux_scheduler::{
+    Command, Event, JobStatus, RestartStrategy, Scheduler, SpeculativeExecutionOptions,
+};
 use conflux_sim::{
     simulate, Faults, MemoryBlobEnvironment, Observer, SimulationConfig, SimulationReport,
     SlowTaskManagers,
@@ -59,6 +61,16 @@ fn speculation_off_keeps_every_trace() {
     );
     let faulty = |config: &mut SimulationConfig| {
         config.seed = 7;
+        // The strategy the runs were recorded with (the default then): exponential delay of
+        // Flink's defaults, without jitter.
+        config.scheduler.restart = RestartStrategy::ExponentialDelay {
+            initial_ms: 1_000,
+            max_ms: 60_000,
+            multiplier: 1.5,
+            reset_after_ms: 3_600_000,
+            jitter_factor: 0.0,
+            attempts: conflux_scheduler::FLINK_MAX_ATTEMPTS,
+        };
         config.slots_per_task_manager = 3;
         config.faults = Faults {
             task_failure: 0.05,
@@ -216,7 +228,6 @@ fn speculation_finishes_a_job_with_a_slow_task_manager_at_least_twice_as_soon() 
 /// attempt ends as won, cancelled or failed, and equal seeds give equal traces.
 #[test]
 fn seeded_jobs_with_speculation_and_faults_finish_and_read_only_winners() {
-    use conflux_scheduler::RestartStrategy;
     use conflux_test_support::reference::{rng_for_seed, GraphSpec};
 
     let types = [

@@ -352,16 +352,14 @@ impl SlotPool {
             .filter(|s| s.present)
     }
 
-    /// At most the heap bytes one waiting shared slot takes in the request maps: its entry in
-    /// `shared` (hash table slot and control byte, at a load of 7/8, doubled for the table's
-    /// growth), its `waiting` list (one vertex at the list's first capacity of 4) and its place
-    /// in `queue` (doubled for growth). When no slot is free, every subtask of the scheduled
-    /// regions waits: N of them at `Start` for a job of source regions only.
+    /// At most the heap bytes one waiting subtask takes in the request structures: its shared
+    /// slot in the flat per-group array (one per subtask, whether in use or not), its link in
+    /// the per-vertex waiting list and its place in `queue` (doubled for growth). When no slot is
+    /// free, every subtask of the scheduled regions waits: N of them at `Start` for a job of
+    /// source regions only.
     pub(crate) const fn waiting_slot_bytes_bound() -> usize {
         use std::mem::size_of;
-        2 * (size_of::<(SharingKey, SharedSlot)>() + 1) * 8 / 7
-            + 4 * size_of::<ExecutionVertexIndex>()
-            + 2 * size_of::<SharingKey>()
+        size_of::<SharedSlot>() + size_of::<u32>() + 2 * size_of::<SharingKey>()
     }
 
     /// At most the heap bytes one open region request's timeout check takes (doubled for the

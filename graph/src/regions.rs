@@ -164,7 +164,11 @@ impl Partitioning {
 
     /// Size of each region, in region order.
     fn sizes(&self) -> impl Iterator<Item = u32> + '_ {
-        let singletons = self.singletons.then_some(self.members.len()).unwrap_or(0);
+        let singletons = if self.singletons {
+            self.members.len()
+        } else {
+            0
+        };
         std::iter::repeat_n(1, singletons).chain(self.offsets.windows(2).map(|w| w[1] - w[0]))
     }
 

@@ -12,6 +12,7 @@ use lru::LruCache;
 use tokio::runtime::Handle;
 
 use crate::bridge;
+use crate::cache_memory::SharedBlobMemory;
 use crate::client::BlobClient;
 use crate::clock::Clock;
 use crate::config::BlobCacheConfig;
@@ -113,9 +114,31 @@ impl State {
     }
 }
 
+/// Where a cache keeps its blobs.
+enum Storage {
+    /// Files: `<root>/job_<job>/blob_<key>`, written through `<root>/incoming`.
+    Disk { root: PathBuf, incoming: PathBuf },
+    /// A store in memory shared with other caches of the process.
+    Memory(SharedBlobMemory),
+}
+
+impl Storage {
+    /// Lets go of a cached blob: its file is removed, or the shared store releases it.
+    fn remove(&self, key: &BlobKey) -> Result<(), BlobError> {
+        match self {
+            Storage::Disk { root, .. } => {
+                layout::remove_file_if_exists(&layout::blob_path(root, key))
+            }
+            Storage::Memory(memory) => {
+                memory.release(key);
+                Ok(())
+            }
+        }
+    }
+}
+
 struct Inner {
-    root: PathBuf,
-    incoming: PathBuf,
+    storage: Storage,
     max_bytes: u64,
     transient_ttl_ms: u64,
     fetch_retries: u32,
@@ -142,7 +165,9 @@ struct Inner {
 /// - **Per job**: [`BlobCache::release_job`] drops a job's blobs (Flink keeps a released job's
 ///   directory for one cleanup interval; here it goes at once).
 ///
-/// Layout: `<dir>/incoming/temp-<n>` while downloading, then `<dir>/job_<job>/blob_<key>`.
+/// Layout: `<dir>/incoming/temp-<n>` while downloading, then `<dir>/job_<job>/blob_<key>`; or,
+/// with [`BlobCacheConfig::memory`], no files: the blobs are held in a [`SharedBlobMemory`].
+/// Dropping a cache lets go of what it holds there.
 ///
 /// Concurrent misses of one key may fetch it more than once; the cache keeps one copy.
 pub struct BlobCache {
@@ -153,7 +178,7 @@ pub struct BlobCache {
 impl fmt::Debug for BlobCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BlobCache")
-            .field("root", &self.inner.root)
+            .field("root", &self.root())
             .field("max_bytes", &self.inner.max_bytes)
             .field("client", &self.inner.client)
             .field("durable", &self.inner.durable)
@@ -190,15 +215,20 @@ impl BlobCache {
         client: Option<BlobClient>,
         durable: Option<BlobStore>,
     ) -> Result<BlobCache, BlobError> {
-        let root = config.storage_dir;
-        std::fs::create_dir_all(&root)
-            .map_err(io_err(format!("creating directory {}", root.display())))?;
-        clear_blob_dirs(&root)?;
-        let incoming = layout::reset_incoming(&root)?;
+        let storage = match config.memory {
+            Some(memory) => Storage::Memory(memory),
+            None => {
+                let root = config.storage_dir;
+                std::fs::create_dir_all(&root)
+                    .map_err(io_err(format!("creating directory {}", root.display())))?;
+                clear_blob_dirs(&root)?;
+                let incoming = layout::reset_incoming(&root)?;
+                Storage::Disk { root, incoming }
+            }
+        };
         Ok(BlobCache {
             inner: Arc::new(Inner {
-                root,
-                incoming,
+                storage,
                 max_bytes: config.max_bytes,
                 transient_ttl_ms: config.transient_ttl_ms,
                 fetch_retries: config.fetch_retries,
@@ -245,7 +275,16 @@ impl BlobCache {
             state.remove(key);
         }
         // Under the lock, so that no download of the job lands in the folder meanwhile.
-        layout::remove_dir_if_exists(&self.inner.root.join(layout::job_dir_name(Some(job))))?;
+        match &self.inner.storage {
+            Storage::Disk { root, .. } => {
+                layout::remove_dir_if_exists(&root.join(layout::job_dir_name(Some(job))))?;
+            }
+            Storage::Memory(memory) => {
+                for key in &keys {
+                    memory.release(key);
+                }
+            }
+        }
         tracing::debug!(job = %job, blobs = keys.len(), "job released from the blob cache");
         Ok(keys.len())
     }
@@ -296,9 +335,31 @@ impl BlobCache {
         }
     }
 
-    /// Where `key`'s cached file is (or would be).
+    /// Where `key`'s cached file is (or would be; a cache in memory has none, and this names a
+    /// path under an empty root).
     pub fn blob_path(&self, key: &BlobKey) -> PathBuf {
-        layout::blob_path(&self.inner.root, key)
+        layout::blob_path(self.root(), key)
+    }
+
+    /// The cache's directory (empty for a cache in memory).
+    fn root(&self) -> &Path {
+        match &self.inner.storage {
+            Storage::Disk { root, .. } => root,
+            Storage::Memory(_) => Path::new(""),
+        }
+    }
+}
+
+impl Drop for Inner {
+    /// A cache in memory lets go of what it holds in the shared store; files stay for the
+    /// directory's owner.
+    fn drop(&mut self) {
+        if let Storage::Memory(memory) = &self.storage {
+            let state = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
+            for (key, _) in state.entries.iter() {
+                memory.release(key);
+            }
+        }
     }
 }
 
@@ -355,15 +416,29 @@ impl Inner {
             };
             if self.expired(key, &entry, now) {
                 state.remove(key);
-                layout::remove_file_if_exists(&layout::blob_path(&self.root, key))?;
+                self.storage.remove(key)?;
                 bump(&self.counters.expired, 1);
                 bump(&self.counters.misses, 1);
                 tracing::debug!(key = %key, "cached transient blob expired");
                 return Ok(None);
             }
             state.touch(key, now);
+            if let Storage::Memory(memory) = &self.storage {
+                // Held since it was fetched and checked: a hit.
+                if let Some(bytes) = memory.get(key) {
+                    bump(&self.counters.hits, 1);
+                    bump(&self.counters.bytes_served, bytes.len() as u64);
+                    return Ok(Some(bytes));
+                }
+                state.remove(key);
+                bump(&self.counters.misses, 1);
+                return Ok(None);
+            }
         }
-        let path = layout::blob_path(&self.root, key);
+        let Storage::Disk { root, .. } = &self.storage else {
+            return Ok(None);
+        };
+        let path = layout::blob_path(root, key);
         match layout::read_verified(&path, key) {
             Ok(bytes) => {
                 bump(&self.counters.hits, 1);
@@ -393,7 +468,12 @@ impl Inner {
         bump(&self.counters.bytes_served, bytes.len() as u64);
         let inner = Arc::clone(&self);
         let b = bytes.clone();
-        if let Err(e) = blocking(move || inner.keep(&key, &b)).await {
+        let kept = match &self.storage {
+            // Nothing to write: kept under the lock, on this thread.
+            Storage::Memory(_) => inner.keep(&key, &b),
+            Storage::Disk { .. } => blocking(move || inner.keep(&key, &b)).await,
+        };
+        if let Err(e) = kept {
             tracing::warn!(key = %key, error = %e, "cannot cache blob; serving it uncached");
         }
         Ok(bytes)
@@ -447,7 +527,7 @@ impl Inner {
     }
 
     /// Stores verified `bytes` under `key`, evicting least recently used blobs first.
-    fn keep(&self, key: &BlobKey, bytes: &[u8]) -> Result<(), BlobError> {
+    fn keep(&self, key: &BlobKey, bytes: &Bytes) -> Result<(), BlobError> {
         let size = bytes.len() as u64;
         let now = self.clock.now_ms();
         if now.saturating_sub(self.lock().last_sweep_ms) >= self.transient_ttl_ms {
@@ -461,10 +541,16 @@ impl Inner {
             return Ok(());
         }
         // Written outside the lock; renamed into place under it.
-        let (temp, mut file) = layout::TempFile::create(&self.incoming, &self.temp_counter)?;
-        std::io::Write::write_all(&mut file, bytes)
-            .map_err(io_err(format!("writing {}", temp.path().display())))?;
-        drop(file);
+        let temp = match &self.storage {
+            Storage::Disk { incoming, .. } => {
+                let (temp, mut file) = layout::TempFile::create(incoming, &self.temp_counter)?;
+                std::io::Write::write_all(&mut file, bytes)
+                    .map_err(io_err(format!("writing {}", temp.path().display())))?;
+                drop(file);
+                Some(temp)
+            }
+            Storage::Memory(_) => None,
+        };
         let mut state = self.lock();
         if state.entries.contains(key) {
             state.touch(key, now);
@@ -475,12 +561,20 @@ impl Inner {
             let Some(victim) = state.pop_lru() else {
                 break;
             };
-            layout::remove_file_if_exists(&layout::blob_path(&self.root, &victim))?;
+            self.storage.remove(&victim)?;
             evicted += 1;
             tracing::debug!(key = %victim, "blob evicted from the cache");
         }
         bump(&self.counters.evictions, evicted);
-        temp.persist(&layout::blob_path(&self.root, key))?;
+        match (&self.storage, temp) {
+            (Storage::Disk { root, .. }, Some(temp)) => {
+                temp.persist(&layout::blob_path(root, key))?;
+            }
+            (Storage::Memory(memory), _) => memory.hold(key, bytes),
+            (Storage::Disk { .. }, None) => {
+                return Err(BlobError::Internal("bug: no temporary file".into()));
+            }
+        }
         state.entries.put(
             *key,
             Entry {
@@ -504,7 +598,7 @@ impl Inner {
             .collect();
         for key in &expired {
             state.remove(key);
-            if let Err(e) = layout::remove_file_if_exists(&layout::blob_path(&self.root, key)) {
+            if let Err(e) = self.storage.remove(key) {
                 tracing::warn!(key = %key, error = %e, "cannot remove expired blob");
             }
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use conflux_object_store::S3Config;
 
+use crate::cache_memory::SharedBlobMemory;
 use crate::clock::{Clock, SystemClock};
 use crate::JobId;
 
@@ -168,6 +169,10 @@ pub struct BlobCacheConfig {
     pub fetch_retries: u32,
     /// The clock TTLs are measured with. Default [`SystemClock`].
     pub clock: Arc<dyn Clock>,
+    /// Keep cached blobs in this store in memory, shared with other caches of the process,
+    /// instead of files under `storage_dir` (which is then neither created nor used). Default
+    /// none: files.
+    pub memory: Option<SharedBlobMemory>,
 }
 
 impl BlobCacheConfig {
@@ -183,6 +188,7 @@ impl BlobCacheConfig {
             transient_ttl_ms: DEFAULT_TRANSIENT_TTL_MS,
             fetch_retries: 5,
             clock: Arc::new(SystemClock::new()),
+            memory: None,
         }
     }
 }
@@ -201,6 +207,7 @@ impl fmt::Debug for BlobCacheConfig {
             .field("transient_ttl_ms", &self.transient_ttl_ms)
             .field("fetch_retries", &self.fetch_retries)
             .field("clock", &self.clock)
+            .field("memory", &self.memory)
             .finish()
     }
 }

@@ -11,7 +11,8 @@
 //!   JobManager (as Flink's `BlobServer` implements `BlobWriter`).
 //! - [`BlobCache`]: the TaskManager side (Flink's `PermanentBlobCache` / `TransientBlobCache`):
 //!   local file, then durable store, then server; LRU within a byte budget; implements
-//!   [`BlobReader`].
+//!   [`BlobReader`]. Many caches of one process may keep their blobs in one
+//!   [`SharedBlobMemory`] instead of files.
 //! - [`BlobStore`]: the durable copy on an object store (Flink's HA `BlobStore`): a local
 //!   directory by default, S3-compatible by configuration.
 //! - [`BlobClient`]: the HTTP client of the server's protocol, used by the cache.
@@ -30,6 +31,7 @@
 
 mod bridge;
 mod cache;
+mod cache_memory;
 mod client;
 mod clock;
 mod config;
@@ -39,6 +41,7 @@ mod server;
 mod store;
 
 pub use cache::{BlobCache, BlobCacheStats};
+pub use cache_memory::SharedBlobMemory;
 pub use client::BlobClient;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{

@@ -1,6 +1,10 @@
 //! The embedded blob setup of `conflux run`: a real blob server on a temporary directory (its
 //! durable copy on the local file system), and one real blob cache per simulated TaskManager,
-//! reading the durable store first and the server second, as Flink's TaskManagers do.
+//! reading the durable store first and the server second, as Flink's TaskManagers do. The caches
+//! keep what they fetch in memory, in one content-addressed store shared by all of them: each
+//! TaskManager still fetches and checks every blob it reads, but none makes a directory or
+//! writes a file (ten thousand cache directories took seconds to make and remove on file systems
+//! with slow metadata), so the run directory holds the server's few files only.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -9,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use anyhow::Context;
 use conflux_blob::{
     BlobCache, BlobCacheConfig, BlobClient, BlobError, BlobKey, BlobReader, BlobServer,
-    BlobServerConfig, BlobStore, BlobWriter, Bytes, DurableStoreConfig, JobId,
+    BlobServerConfig, BlobStore, BlobWriter, Bytes, DurableStoreConfig, JobId, SharedBlobMemory,
 };
 use conflux_deploy::TaskManagerId;
 use conflux_sim::BlobEnvironment;
@@ -25,7 +29,8 @@ pub(crate) struct EmbeddedBlobs {
     client: BlobClient,
     durable: Option<BlobStore>,
     runtime: tokio::runtime::Runtime,
-    cache_root: PathBuf,
+    /// What the caches hold, once per blob.
+    memory: SharedBlobMemory,
     _dir: WorkDir,
 }
 
@@ -53,7 +58,7 @@ impl EmbeddedBlobs {
         Ok(EmbeddedBlobs {
             server: Arc::new(Mutex::new(Some(server))),
             caches: Mutex::new(HashMap::new()),
-            cache_root: dir.path().join("task-managers"),
+            memory: SharedBlobMemory::new(),
             config,
             client,
             durable,
@@ -126,12 +131,13 @@ impl BlobEnvironment for EmbeddedBlobs {
     }
 
     fn reader(&self, task_manager: TaskManagerId) -> Arc<dyn BlobReader> {
-        work_dir::pause_if_stopping();
         let mut caches = lock(&self.caches);
         if let Some(cache) = caches.get(&task_manager) {
             return cache.clone();
         }
-        let config = BlobCacheConfig::new(self.cache_root.join(task_manager.to_string()));
+        // In memory: `storage_dir` is neither made nor used.
+        let mut config = BlobCacheConfig::new(PathBuf::new());
+        config.memory = Some(self.memory.clone());
         match BlobCache::with_parts(
             config,
             self.runtime.handle().clone(),
@@ -143,8 +149,8 @@ impl BlobEnvironment for EmbeddedBlobs {
                 caches.insert(task_manager, Arc::clone(&cache));
                 cache
             }
-            // The directory could not be made: read through the server directly; the run
-            // reports the fetches all the same.
+            // The cache could not be made: read through the server directly; the run reports
+            // the fetches all the same.
             Err(error) => {
                 tracing::warn!(
                     %task_manager, %error,

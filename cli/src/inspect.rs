@@ -185,9 +185,21 @@ fn summary(
     detail: bool,
 ) -> Value {
     let job = graph.job_graph();
+    // Counted in runs of equal sizes (two million regions of one vertex are one run).
     let mut histogram: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut run: Option<(u32, u64)> = None;
     for size in regions.sizes() {
-        *histogram.entry(size).or_default() += 1;
+        match &mut run {
+            Some((s, n)) if *s == size => *n += 1,
+            _ => {
+                if let Some((s, n)) = run.replace((size, 1)) {
+                    *histogram.entry(s).or_default() += n;
+                }
+            }
+        }
+    }
+    if let Some((s, n)) = run {
+        *histogram.entry(s).or_default() += n;
     }
     let topology_bytes = graph.heap_bytes() + regions.heap_bytes();
     let mut report = json!({

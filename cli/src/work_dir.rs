@@ -72,9 +72,9 @@ pub(crate) enum OnSignal {
 static STOPPING: AtomicBool = AtomicBool::new(false);
 
 /// Parks the calling thread for good once a signal is being handled in [`OnSignal::Exit`]
-/// mode, so that `run` stops creating directories (a TaskManager's blob cache per new
-/// TaskManager) while the handler removes them; the handler then ends the process. Called by
-/// the run's blob environment before it creates anything.
+/// mode, so that `run` stops creating files (a blob upload, a restarted blob server's
+/// directory) while the handler removes them; the handler then ends the process. Called by the
+/// run's blob environment before it creates anything (its TaskManagers' caches are in memory).
 pub(crate) fn pause_if_stopping() {
     while STOPPING.load(Ordering::Acquire) && mode() == OnSignal::Exit {
         std::thread::park();

@@ -47,8 +47,16 @@ crate::index_vec::impl_idx!(PipelinedRegionIndex, LogicalRegionIndex);
 /// A partition of items `0..n` into regions, stored as item -> region plus region -> members in
 /// compressed sparse rows. Members are sorted ascending; regions are numbered by their smallest
 /// member.
+///
+/// When every item is a region of its own (every region of a job without pipelined edges),
+/// item i is region i and only `members` (`0..n`, which [`members`](Self::members) slices) is
+/// stored: a third of the memory, and no pass over the items to number them. The form is
+/// canonical: a partitioning is stored as singletons exactly when it is one, so equal
+/// partitionings compare equal.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Partitioning {
+    /// Every item is a region of its own; `region_of` and `offsets` are empty.
+    singletons: bool,
     region_of: Vec<u32>,
     offsets: Vec<u32>,
     members: Vec<u32>,
@@ -87,19 +95,81 @@ impl Partitioning {
             members[cursor[r as usize] as usize] = index_u32(item);
             cursor[r as usize] += 1;
         }
+        if offsets.len() == region_of.len() + 1 {
+            // As many regions as items: each its own.
+            return Partitioning::singletons(region_of.len());
+        }
         Partitioning {
+            singletons: false,
             region_of,
             offsets,
             members,
         }
     }
 
+    /// Every item of `0..n` a region of its own. O(n), one array.
+    fn singletons(n: usize) -> Partitioning {
+        Partitioning {
+            singletons: true,
+            region_of: Vec::new(),
+            offsets: Vec::new(),
+            members: (0..index_u32(n)).collect(),
+        }
+    }
+
     fn len(&self) -> usize {
-        self.offsets.len() - 1
+        if self.singletons {
+            self.members.len()
+        } else {
+            self.offsets.len() - 1
+        }
+    }
+
+    fn region_of(&self, item: usize) -> u32 {
+        if self.singletons {
+            index_u32(item)
+        } else {
+            self.region_of[item]
+        }
+    }
+
+    /// Items, including those not yet in a region (see [`push_singleton`](Self::push_singleton)).
+    fn items(&self) -> usize {
+        if self.singletons {
+            self.members.len()
+        } else {
+            self.region_of.len()
+        }
+    }
+
+    /// Adds the next item as a region of its own.
+    fn push_singleton(&mut self) {
+        let item = index_u32(self.items());
+        if !self.singletons {
+            self.region_of.push(index_u32(self.offsets.len() - 1));
+            self.members.push(item);
+            self.offsets.push(index_u32(self.members.len()));
+        } else {
+            self.members.push(item);
+        }
     }
 
     fn members(&self, region: usize) -> &[u32] {
-        &self.members[self.offsets[region] as usize..self.offsets[region + 1] as usize]
+        if self.singletons {
+            &self.members[region..=region]
+        } else {
+            &self.members[self.offsets[region] as usize..self.offsets[region + 1] as usize]
+        }
+    }
+
+    /// Size of each region, in region order.
+    fn sizes(&self) -> impl Iterator<Item = u32> + '_ {
+        let singletons = if self.singletons {
+            self.members.len()
+        } else {
+            0
+        };
+        std::iter::repeat_n(1, singletons).chain(self.offsets.windows(2).map(|w| w[1] - w[0]))
     }
 
     fn heap_bytes(&self) -> usize {
@@ -140,9 +210,9 @@ impl LogicalPipelinedRegions {
 
         let mut has_internal_all_to_all = vec![false; regions.len()];
         for e in job.edges() {
-            let r = regions.region_of[e.source.idx()];
+            let r = regions.region_of(e.source.idx());
             if e.distribution_pattern == DistributionPattern::AllToAll
-                && r == regions.region_of[e.target.idx()]
+                && r == regions.region_of(e.target.idx())
             {
                 has_internal_all_to_all[r as usize] = true;
             }
@@ -165,7 +235,7 @@ impl LogicalPipelinedRegions {
 
     /// The logical region of a job vertex.
     pub fn region_of(&self, vertex: JobVertexIndex) -> LogicalRegionIndex {
-        LogicalRegionIndex(self.regions.region_of[vertex.idx()])
+        LogicalRegionIndex(self.regions.region_of(vertex.idx()))
     }
 
     /// The job vertices of a logical region, in topological order.
@@ -224,7 +294,7 @@ impl PipelinedRegions {
             let root = graph.execution_vertices_of(first).start;
             for v in std::iter::once(first).chain(members) {
                 for ev in graph.execution_vertices_of(v) {
-                    uf.parent[ev as usize] = root;
+                    uf.link(ev, root);
                 }
             }
         }
@@ -255,6 +325,16 @@ impl PipelinedRegions {
             }
         }
 
+        // Nothing joined and nothing to merge: every vertex is a region of its own (every job
+        // without pipelined edges), known without a pass over the vertices.
+        if uf.is_untouched() && blocking_internal.is_empty() {
+            let result = PipelinedRegions {
+                logical,
+                regions: Partitioning::singletons(n),
+            };
+            result.check_co_location(graph)?;
+            return Ok(result);
+        }
         let mut keys: Vec<u32> = (0..index_u32(n)).map(|v| uf.find(v)).collect();
         drop(uf);
         if !blocking_internal.is_empty() {
@@ -303,7 +383,7 @@ impl PipelinedRegions {
                 graph.execution_vertices_of(j),
             );
             for (x, y) in a.zip(b) {
-                if self.regions.region_of[x as usize] != self.regions.region_of[y as usize] {
+                if self.regions.region_of(x as usize) != self.regions.region_of(y as usize) {
                     return Err(GraphError::CoLocationAcrossRegions {
                         group: group.to_owned(),
                         first: graph.execution_vertex_name(ExecutionVertexIndex(x)),
@@ -351,7 +431,7 @@ impl PipelinedRegions {
             return Err(not_dynamic("it has a pipelined input or output"));
         }
         let range = graph.execution_vertices_of(job_vertex);
-        let covered = self.regions.region_of.len() as u64;
+        let covered = self.regions.items() as u64;
         if u64::from(range.start) != covered || range.is_empty() {
             return Err(GraphError::TooLarge {
                 what: "execution vertices before the extended vertex",
@@ -359,11 +439,8 @@ impl PipelinedRegions {
                 limit: covered,
             });
         }
-        let p = &mut self.regions;
-        for v in range {
-            p.region_of.push(index_u32(p.offsets.len() - 1));
-            p.members.push(v);
-            p.offsets.push(index_u32(p.members.len()));
+        for _ in range {
+            self.regions.push_singleton();
         }
         Ok(())
     }
@@ -385,7 +462,7 @@ impl PipelinedRegions {
 
     /// The region of an execution vertex. O(1).
     pub fn region_of(&self, vertex: ExecutionVertexIndex) -> PipelinedRegionIndex {
-        PipelinedRegionIndex(self.regions.region_of[vertex.idx()])
+        PipelinedRegionIndex(self.regions.region_of(vertex.idx()))
     }
 
     /// The vertices of a region, ascending (topological order). O(1) to start, O(1) per item.
@@ -410,7 +487,7 @@ impl PipelinedRegions {
 
     /// Size of each region, in region order.
     pub fn sizes(&self) -> impl Iterator<Item = u32> + '_ {
-        self.regions.offsets.windows(2).map(|w| w[1] - w[0])
+        self.regions.sizes()
     }
 
     /// Heap bytes of the regions, logical ones included.
@@ -440,8 +517,10 @@ impl PipelinedRegions {
     }
 }
 
-/// Union-find over `0..n` with path halving and union by size.
+/// Union-find over `0..n` with path halving and union by size. Its arrays are made on the first
+/// join: until then every item is its own root.
 struct UnionFind {
+    n: usize,
     parent: Vec<u32>,
     size: Vec<u32>,
 }
@@ -449,12 +528,35 @@ struct UnionFind {
 impl UnionFind {
     fn new(n: usize) -> UnionFind {
         UnionFind {
-            parent: (0..index_u32(n)).collect(),
+            n,
+            parent: Vec::new(),
             size: Vec::new(),
         }
     }
 
+    /// Whether nothing was joined yet.
+    fn is_untouched(&self) -> bool {
+        self.parent.is_empty()
+    }
+
+    fn make_parents(&mut self) {
+        if self.parent.is_empty() {
+            self.parent = (0..index_u32(self.n)).collect();
+        }
+    }
+
+    /// Makes `root` the parent of `x` directly (`x` must be a root).
+    fn link(&mut self, x: u32, root: u32) {
+        if x != root {
+            self.make_parents();
+            self.parent[x as usize] = root;
+        }
+    }
+
     fn find(&mut self, mut x: u32) -> u32 {
+        if self.parent.is_empty() {
+            return x;
+        }
         while self.parent[x as usize] != x {
             let grandparent = self.parent[self.parent[x as usize] as usize];
             self.parent[x as usize] = grandparent;
@@ -468,6 +570,7 @@ impl UnionFind {
         if a == b {
             return;
         }
+        self.make_parents();
         if self.size.is_empty() {
             self.size = vec![1; self.parent.len()];
         }
@@ -621,6 +724,31 @@ mod tests {
         assert_ne!(c[0], c[1]);
         assert_ne!(c[3], c[0]);
         assert_ne!(c[3], c[1]);
+    }
+
+    /// Singletons are stored as such whichever way they come (canonical, so equal partitionings
+    /// compare equal), with one array, and grow as the general form does.
+    #[test]
+    fn singletons_are_canonical_and_one_array() {
+        let p = Partitioning::from_keys([0, 1, 2, 3].into_iter(), 4);
+        assert_eq!(p, Partitioning::singletons(4));
+        assert!(p.singletons && p.region_of.is_empty() && p.offsets.is_empty());
+        assert_eq!((p.len(), p.items(), p.region_of(2)), (4, 4, 2));
+        assert_eq!(p.members(3), &[3]);
+        assert_eq!(p.sizes().collect::<Vec<_>>(), [1, 1, 1, 1]);
+        assert_eq!(p.heap_bytes(), 4 * 4);
+        let mut grown = Partitioning::singletons(2);
+        grown.push_singleton();
+        grown.push_singleton();
+        assert_eq!(grown, p);
+        // The general form grows the same way.
+        let mut general = Partitioning::from_keys([0, 0, 2].into_iter(), 3);
+        general.push_singleton();
+        assert_eq!(
+            general,
+            Partitioning::from_keys([0, 0, 2, 3].into_iter(), 4)
+        );
+        assert_eq!(general.sizes().collect::<Vec<_>>(), [2, 1, 1]);
     }
 
     #[test]

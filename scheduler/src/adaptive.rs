@@ -391,7 +391,7 @@ impl Scheduler {
         self.state.resize(n, ExecutionState::Created);
         self.attempt.resize(n, 0);
         self.allocation.resize(n, None);
-        self.location.resize(n, None);
+        self.location.resize(n, crate::scheduler::NO_LOCATION);
         self.unfinished_vertices += parallelism;
         self.slots.extend(&graph, j);
 

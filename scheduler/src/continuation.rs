@@ -19,6 +19,7 @@ use conflux_graph::{ConsumedPartitionGroupId, ExecutionVertexIndex, PipelinedReg
 
 use crate::api::{Command, JobStatus, SchedulerError};
 use crate::scheduler::Scheduler;
+use crate::scheduling_strategy::sort_unless_ascending;
 use crate::slot_pool::NO_REQUEST;
 
 /// Work units of one step, weighted by what the step costs (measured per unit on the 100k x
@@ -51,6 +52,8 @@ pub(crate) struct ResetRun {
     pub(crate) pos: usize,
     /// Those reset so far.
     pub(crate) reset: Vec<ExecutionVertexIndex>,
+    /// Their regions, in order of their first vertex reset, without adjacent repeats.
+    pub(crate) regions: Vec<PipelinedRegionIndex>,
 }
 
 impl ResetRun {
@@ -61,6 +64,7 @@ impl ResetRun {
             vertices,
             pos: 0,
             reset: Vec::new(),
+            regions: Vec::new(),
         }
     }
 }
@@ -212,7 +216,7 @@ impl Scheduler {
                 self.pending_reset = Some(run);
                 return Ok(());
             }
-            self.pending_schedule = self.reset_done(run);
+            self.pending_schedule = self.reset_done(run, budget);
         }
         if let Some(mut run) = self.pending_schedule.take() {
             if !self.step_schedule(&mut run, budget)? {
@@ -239,23 +243,25 @@ impl Scheduler {
                     *finish = if self.slots.take_dirty() && self.status == JobStatus::Running {
                         FinishRun::Serve
                     } else {
-                        self.deploy_phase()
+                        self.deploy_phase(budget)
                     };
                 }
                 FinishRun::Serve => {
                     if budget.exhausted() {
                         return false;
                     }
-                    match self.slots.serve_next() {
-                        None => *finish = self.deploy_phase(),
+                    let mut waiting = std::mem::take(&mut self.served);
+                    match self.slots.serve_next(&mut waiting) {
+                        None => *finish = self.deploy_phase(budget),
                         Some(None) => budget.spend(cost::LOOK),
-                        Some(Some((allocation, waiting))) => {
+                        Some(Some(allocation)) => {
                             budget.spend(cost::SERVE + cost::LOOK * waiting.len());
-                            for v in waiting {
+                            for &v in &waiting {
                                 self.assign(v, allocation);
                             }
                         }
                     }
+                    self.served = waiting;
                 }
                 FinishRun::Deploy { ready, pos } => {
                     while *pos < ready.len() {
@@ -273,10 +279,11 @@ impl Scheduler {
         }
     }
 
-    /// The deploy phase over the requests complete now, sorted.
-    fn deploy_phase(&mut self) -> FinishRun {
+    /// The deploy phase over the requests complete now, sorted (they became complete in
+    /// request order, mostly ascending already).
+    fn deploy_phase(&mut self, budget: &mut Budget) -> FinishRun {
         let mut ready = std::mem::take(&mut self.ready_requests);
-        ready.sort_unstable();
+        sort_unless_ascending(&mut ready, budget);
         FinishRun::Deploy { ready, pos: 0 }
     }
 

@@ -18,6 +18,7 @@ use crate::continuation::{cost, Budget, ResetRun, ScheduleRun};
 use crate::failover_strategy::{tasks_to_restart, PartitionAvailability};
 use crate::restart_backoff::{PendingRestart, RestartDecision};
 use crate::scheduler::Scheduler;
+use crate::scheduling_strategy::sort_unless_ascending;
 
 /// Why a task failed, as failure handling sees it: a cause the runtime reported, or a slot
 /// request that timed out (Flink fails the bulk's tasks with `NoResourceAvailableException`).
@@ -262,9 +263,10 @@ impl Scheduler {
             self.pending_reset = Some(run);
             return Ok(());
         }
-        let done = self.step_reset(&mut run, &mut Budget::unlimited());
+        let mut unlimited = Budget::unlimited();
+        let done = self.step_reset(&mut run, &mut unlimited);
         debug_assert!(done, "an unlimited budget finishes the reset");
-        match self.reset_done(run) {
+        match self.reset_done(run, &mut unlimited) {
             Some(schedule) => self.maybe_schedule_regions(schedule),
             None => Ok(()),
         }
@@ -281,6 +283,13 @@ impl Scheduler {
             budget.spend(cost::RESET);
             if self.reset_vertex(v, attempt) {
                 run.reset.push(v);
+                // Its region is scheduled again once the reset is done; nothing reads the flag
+                // before then.
+                let r = self.regions.region_of(v);
+                self.scheduled[r] = false;
+                if run.regions.last() != Some(&r) {
+                    run.regions.push(r);
+                }
             }
         }
         true
@@ -288,21 +297,14 @@ impl Scheduler {
 
     /// The end of a complete reset: the command naming the vertices reset, and the scheduling
     /// run over their regions (`None`: nothing was reset).
-    pub(crate) fn reset_done(&mut self, run: ResetRun) -> Option<ScheduleRun> {
+    pub(crate) fn reset_done(&mut self, run: ResetRun, budget: &mut Budget) -> Option<ScheduleRun> {
         if run.reset.is_empty() {
             return None;
         }
-        let mut regions: Vec<_> = run
-            .reset
-            .iter()
-            .map(|&v| self.regions.region_of(v))
-            .collect();
         self.out.push(Command::ResetVertices(run.reset));
-        regions.sort_unstable();
+        let mut regions = run.regions;
+        sort_unless_ascending(&mut regions, budget);
         regions.dedup();
-        for &r in &regions {
-            self.scheduled[r] = false;
-        }
         Some(ScheduleRun::of_regions(regions, run.now_ms))
     }
 
@@ -340,7 +342,7 @@ impl Scheduler {
         self.set_state(v, ExecutionState::Created);
         self.speculative_reset(v);
         self.allocation[v] = None;
-        self.location[v] = None;
+        self.location[v] = crate::scheduler::NO_LOCATION;
         true
     }
 
@@ -355,7 +357,7 @@ impl Scheduler {
         self.speculative_task_manager_lost(tm, now_ms);
         let mut failed = Vec::new();
         for v in self.state.indices() {
-            if self.location[v].is_none_or(|l| l.id != tm) {
+            if self.location_of(v).is_none_or(|l| l.id != tm) {
                 continue;
             }
             if self.state[v] == ExecutionState::Finished {

@@ -13,9 +13,7 @@
 
 use std::mem::size_of;
 
-use conflux_deploy::{
-    AllocationId, ExecutionState, TaskDeploymentDescriptorFactory, TaskManagerLocation,
-};
+use conflux_deploy::{AllocationId, ExecutionState, TaskDeploymentDescriptorFactory};
 use conflux_graph::{ExpansionEstimate, JobGraph, JobType, PipelinedRegionIndex};
 
 use crate::api::SchedulerConfig;
@@ -41,7 +39,8 @@ fn per_vertex(speculative: bool) -> u64 {
     let base = size_of::<ExecutionState>()
         + size_of::<u32>()
         + size_of::<Option<AllocationId>>()
-        + size_of::<Option<TaskManagerLocation>>()
+        // The location, as an index of the slot pool's interned locations.
+        + size_of::<u32>()
         + size_of::<u32>();
     let speculation = if speculative { 2 * size_of::<u64>() } else { 0 };
     (base + speculation) as u64

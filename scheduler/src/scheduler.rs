@@ -32,6 +32,9 @@ use crate::speculative::SpeculativeState;
 use crate::trace::TraceDigest;
 use crate::transitions::StateTransition;
 
+/// `Scheduler::location` of a vertex never given a slot.
+pub(crate) const NO_LOCATION: u32 = u32::MAX;
+
 /// The scheduler of one job: Flink's `DefaultScheduler` with `PipelinedRegionSchedulingStrategy`,
 /// `RestartPipelinedRegionFailoverStrategy` and `RegionPartitionGroupReleaseStrategy`, as a
 /// deterministic state machine; with [`SchedulerConfig::speculative`] on, also Flink's
@@ -58,8 +61,10 @@ pub struct Scheduler {
     pub(crate) state: IndexVec<ExecutionVertexIndex, ExecutionState>,
     pub(crate) attempt: IndexVec<ExecutionVertexIndex, u32>,
     pub(crate) allocation: IndexVec<ExecutionVertexIndex, Option<AllocationId>>,
-    /// Where the current attempt's partitions are (kept after it finishes).
-    pub(crate) location: IndexVec<ExecutionVertexIndex, Option<TaskManagerLocation>>,
+    /// Where the current attempt's partitions are (kept after it finishes): an index of the
+    /// slot pool's locations ([`NO_LOCATION`]: none). Four bytes a vertex where the location
+    /// itself took forty.
+    pub(crate) location: IndexVec<ExecutionVertexIndex, u32>,
     pub(crate) unfinished_vertices: u32,
 
     // Per partition.
@@ -93,6 +98,8 @@ pub struct Scheduler {
     pub(crate) request_epoch: IndexVec<PipelinedRegionIndex, u32>,
     /// Regions whose request has every slot, deployed at the end of the current call.
     pub(crate) ready_requests: Vec<PipelinedRegionIndex>,
+    /// The vertices given the slot last served (a buffer kept between serves).
+    pub(crate) served: Vec<ExecutionVertexIndex>,
 
     pub(crate) pending_restarts: Vec<PendingRestart>,
     pub(crate) out: Vec<Command>,
@@ -188,7 +195,7 @@ impl Scheduler {
             state: IndexVec::from_elem(ExecutionState::Created, n),
             attempt: IndexVec::from_elem(0, n),
             allocation: IndexVec::from_elem(None, n),
-            location: IndexVec::from_elem(None, n),
+            location: IndexVec::from_elem(NO_LOCATION, n),
             unfinished_vertices: conflux_graph::index_u32(n),
             data_produced: IndexVec::from_elem(false, partitions),
             lost: IndexVec::from_elem(false, partitions),
@@ -207,6 +214,7 @@ impl Scheduler {
             missing_slots: IndexVec::from_elem(NO_REQUEST, num_regions),
             request_epoch: IndexVec::from_elem(0, num_regions),
             ready_requests: Vec::new(),
+            served: Vec::new(),
             pending_restarts: Vec::new(),
             out: Vec::new(),
             mixed: 0,
@@ -317,9 +325,9 @@ impl Scheduler {
         self.pending_restarts.iter().map(|p| p.due_ms).min()
     }
 
-    /// Heap bytes of the scheduler's own flat arrays, O(N + partitions + groups + regions)
-    /// (graph and regions excluded; so are the slot pool's maps, which grow with the slots in
-    /// use, not with the graph).
+    /// Heap bytes of the scheduler's own flat arrays, O(N + partitions + groups + regions),
+    /// the slot pool's shared slots included (graph and regions excluded; so are the slot pool's
+    /// free slots and locations, which grow with the TaskManagers, not with the graph).
     pub fn heap_bytes(&self) -> usize {
         self.topology.heap_bytes()
             + heap_of(&self.state)
@@ -548,6 +556,12 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Where `v`'s current attempt runs or ran, if it was given a slot.
+    pub(crate) fn location_of(&self, v: ExecutionVertexIndex) -> Option<TaskManagerLocation> {
+        let i = self.location[v];
+        (i != NO_LOCATION).then(|| self.slots.location_at(i))
+    }
+
     /// Whether `a` is the current attempt of its vertex (false for unknown vertices).
     pub(crate) fn is_current(&self, a: ExecutionAttemptId) -> bool {
         self.attempt.get(ExecutionVertexIndex(a.vertex)) == Some(&a.attempt)
@@ -649,7 +663,7 @@ impl ProducerStates for Scheduler {
         ProducerView {
             attempt: self.attempt(vertex),
             state: self.state[vertex],
-            location: self.location[vertex],
+            location: self.location_of(vertex),
         }
     }
 
@@ -667,9 +681,9 @@ mod tests {
     use super::*;
 
     /// The accounting names exactly the arrays the scheduler has: per vertex its state, attempt,
-    /// allocation, location and slot sharing group; three flags per partition; six words or
-    /// flags per group; five per region (the old formula still counted a removed per-vertex
-    /// array).
+    /// allocation, location, slot sharing group and waiting link; three flags per partition;
+    /// six words or flags per group; five per region; one shared slot per subtask of a slot
+    /// sharing group (the old formula still counted a removed per-vertex array).
     #[test]
     fn heap_bytes_counts_each_array_once() {
         let json = generate::word_count(100, ResultPartitionType::Blocking);
@@ -687,11 +701,16 @@ mod tests {
         let g = graph.num_groups() as usize;
         let r = regions.len();
         assert_eq!((n, p, g, r), (200, 100, 1, 200));
+        // State, attempt, allocation, location index, slot sharing group and the next
+        // vertex waiting for the same shared slot.
         let per_vertex = size_of::<ExecutionState>()
             + size_of::<u32>()
             + size_of::<Option<AllocationId>>()
-            + size_of::<Option<TaskManagerLocation>>()
+            + size_of::<u32>()
+            + size_of::<u32>()
             + size_of::<u32>();
+        // One shared slot per subtask of the one slot sharing group.
+        let shared_slots = 100 * crate::slot_pool::SHARED_SLOT_BYTES;
         let per_group = 4 + 4 + 1 + 4 + 1 + 4;
         let per_region = 1 + 4 + 1 + 4 + 4;
         // The 100 source regions, kept until `Start`.
@@ -704,6 +723,7 @@ mod tests {
                 + g * per_group
                 + r * per_region
                 + sources * 4
+                + shared_slots
         );
     }
 }

@@ -22,6 +22,20 @@ use crate::api::SchedulerError;
 use crate::continuation::{cost, Budget, ScheduleRun};
 use crate::scheduler::Scheduler;
 
+/// Sorts `regions` ascending, which they mostly are already (sources, the consumers of a group,
+/// regions chosen from ascending candidates, slots served in request order): then the check is
+/// the only cost, a pass over them, where a sort of a million took several milliseconds in one
+/// step. An out-of-order list is sorted in this step, charged what the sort costs. Duplicates
+/// stay (adjacent ones, for the caller to drop).
+pub(crate) fn sort_unless_ascending(regions: &mut [PipelinedRegionIndex], budget: &mut Budget) {
+    if regions.is_sorted() {
+        return;
+    }
+    let n = regions.len();
+    budget.spend(cost::LOOK * n * (usize::BITS - n.leading_zeros()) as usize);
+    regions.sort_unstable();
+}
+
 impl Scheduler {
     /// Flink 1.17+'s breadth-first `maybeScheduleRegions`: rounds of schedulable candidates,
     /// each round adding the consumer regions of the can-be-pipelined (hybrid) groups its chosen
@@ -82,13 +96,13 @@ impl Scheduler {
         while !run.scheduling {
             if !run.round_open {
                 if run.candidates.is_empty() {
-                    run.chosen.sort_unstable();
+                    sort_unless_ascending(&mut run.chosen, budget);
                     run.scheduling = true;
                     run.pos = 0;
                     break;
                 }
                 self.round = self.round.wrapping_add(1);
-                run.candidates.sort_unstable();
+                sort_unless_ascending(&mut run.candidates, budget);
                 run.candidates.dedup();
                 run.round_open = true;
                 run.pos = 0;

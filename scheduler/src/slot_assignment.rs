@@ -120,7 +120,10 @@ impl Scheduler {
     /// Gives `v` its slot; a region whose request is now complete is ready to deploy.
     pub(crate) fn assign(&mut self, v: ExecutionVertexIndex, allocation: AllocationId) {
         self.allocation[v] = Some(allocation);
-        self.location[v] = self.slots.location(allocation.task_manager);
+        self.location[v] = self
+            .slots
+            .location_index(allocation.task_manager)
+            .unwrap_or(crate::scheduler::NO_LOCATION);
         let r = self.regions.region_of(v);
         if self.missing_slots[r] != NO_REQUEST && self.state[v] == ExecutionState::Scheduled {
             self.missing_slots[r] -= 1;

@@ -26,17 +26,57 @@ pub(crate) const NO_REQUEST: u32 = u32::MAX;
 /// A shared slot's key: (slot sharing group index, subtask index).
 pub(crate) type SharingKey = (u32, u32);
 
-/// One execution slot sharing group instance.
-#[derive(Debug, Default)]
+/// The end of a list of waiting vertices (and no vertex).
+const NONE: u32 = u32::MAX;
+
+/// Heap bytes of one shared slot (one per subtask of each slot sharing group).
+#[cfg(test)]
+pub(crate) const SHARED_SLOT_BYTES: usize = std::mem::size_of::<SharedSlot>();
+
+/// One execution slot sharing group instance. Stored flat, one per (slot sharing group,
+/// subtask), whether in use or not: `present` tells an instance in use (requested and not yet
+/// given back) from one that is not, as the map of instances in use did before.
+#[derive(Clone, Copy, Debug)]
 struct SharedSlot {
     allocation: Option<AllocationId>,
     /// Vertices holding this slot.
     users: u32,
-    /// Vertices waiting for the physical slot.
-    waiting: Vec<ExecutionVertexIndex>,
+    /// Vertices waiting for the physical slot, first come first: the first and the last of a
+    /// list linked through [`SlotPool::next_waiting`] ([`NONE`]: nobody waits).
+    first_waiting: u32,
+    last_waiting: u32,
     /// Whether it is in the queue.
     queued: bool,
+    /// Whether it is in use (see the type's docs).
+    present: bool,
 }
+
+impl SharedSlot {
+    /// An instance not in use.
+    const ABSENT: SharedSlot = SharedSlot {
+        allocation: None,
+        users: 0,
+        first_waiting: NONE,
+        last_waiting: NONE,
+        queued: false,
+        present: false,
+    };
+
+    fn nobody_waits(&self) -> bool {
+        self.first_waiting == NONE
+    }
+}
+
+/// A registered TaskManager: where it is (an index into [`SlotPool`]'s locations) and its slots.
+#[derive(Clone, Copy, Debug)]
+struct Registered {
+    location: u32,
+    slots: u32,
+}
+
+/// A map keyed by TaskManager ids, which the runtime assigns (no adversary picks them), hashed
+/// with FNV-1a: SipHash's cost showed in every slot given back.
+type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<conflux_common::Fnv1a64>>;
 
 /// A scheduled timeout check of one region's open slot request (Flink's
 /// `PhysicalSlotRequestBulkWithTimestamp`).
@@ -56,7 +96,10 @@ pub(crate) struct BulkCheck {
 /// The slots of the registered TaskManagers and the shared slots built on them.
 #[derive(Debug)]
 pub(crate) struct SlotPool {
-    task_managers: HashMap<TaskManagerId, (TaskManagerLocation, u32)>,
+    task_managers: IdMap<TaskManagerId, Registered>,
+    /// Every location a TaskManager registered with, in order (append-only, so that a vertex
+    /// keeps its location as an index after its TaskManager is gone).
+    locations: Vec<TaskManagerLocation>,
     /// Free physical slots, lowest first: as (TaskManager, slot), so that TaskManagers fill up
     /// one after the other; or, spread out, as (slot, TaskManager), so that each TaskManager
     /// gives its first slot before any gives its second (see [`free_key`](Self::free_key)).
@@ -66,7 +109,11 @@ pub(crate) struct SlotPool {
     spread: bool,
     /// Per vertex, its slot sharing group (numbered by first appearance in the job graph).
     sharing_group_of: IndexVec<ExecutionVertexIndex, u32>,
-    shared: HashMap<SharingKey, SharedSlot>,
+    /// Per slot sharing group, per subtask, its shared slot.
+    shared: Vec<Vec<SharedSlot>>,
+    /// Per vertex waiting for a shared slot, the next to wait for the same one ([`NONE`]: the
+    /// last).
+    next_waiting: IndexVec<ExecutionVertexIndex, u32>,
     /// Shared slots waiting for a physical slot, first come first served.
     queue: VecDeque<SharingKey>,
     /// Timeout checks of open requests, in due order (each is re-queued `slot.request.timeout`
@@ -111,14 +158,20 @@ impl SlotPool {
                 sharing_group_of.push(conflux_graph::index_u32(index));
             }
         }
+        let n = sharing_group_of.len();
         SlotPool {
-            task_managers: HashMap::new(),
+            task_managers: IdMap::default(),
+            locations: Vec::new(),
             free: BTreeSet::new(),
             spread,
             sharing_group_of,
             // Sized for every shared slot at once: growing it while a call requests 100,000
-            // slots would rehash the whole map inside that call.
-            shared: HashMap::with_capacity(widths.iter().map(|&w| w as usize).sum()),
+            // slots would copy it inside that call.
+            shared: widths
+                .iter()
+                .map(|&w| vec![SharedSlot::ABSENT; w as usize])
+                .collect(),
+            next_waiting: IndexVec::from_elem(NONE, n),
             queue: VecDeque::new(),
             bulk_checks: VecDeque::new(),
             dirty: false,
@@ -149,8 +202,18 @@ impl SlotPool {
             }
         }
         let index = conflux_graph::index_u32(names.len());
-        for _ in 0..graph.parallelism_of(job_vertex) {
+        let parallelism = graph.parallelism_of(job_vertex);
+        for _ in 0..parallelism {
             self.sharing_group_of.push(index);
+            self.next_waiting.push(NONE);
+        }
+        // Its shared slots, all at once (not while a later call requests them).
+        if self.shared.len() <= index as usize {
+            self.shared.resize_with(index as usize + 1, Vec::new);
+        }
+        let group = &mut self.shared[index as usize];
+        if group.len() < parallelism as usize {
+            group.resize(parallelism as usize, SharedSlot::ABSENT);
         }
     }
 
@@ -165,7 +228,15 @@ impl SlotPool {
 
     /// A TaskManager offers `slots` slots.
     pub(crate) fn register(&mut self, location: TaskManagerLocation, slots: u32) {
-        self.task_managers.insert(location.id, (location, slots));
+        let index = conflux_graph::index_u32(self.locations.len());
+        self.locations.push(location);
+        self.task_managers.insert(
+            location.id,
+            Registered {
+                location: index,
+                slots,
+            },
+        );
         self.free_count.insert(location.id, slots);
         for s in 0..slots {
             self.free.insert(self.free_key(location.id.0, s));
@@ -189,8 +260,8 @@ impl SlotPool {
         self.parked
             .retain(|&(a, b)| (if spread { b } else { a }) != tm.0);
         self.blocked.remove(&tm.0);
-        for shared in self.shared.values_mut() {
-            if shared.allocation.is_some_and(|a| a.task_manager == tm) {
+        for shared in self.shared.iter_mut().flatten() {
+            if shared.present && shared.allocation.is_some_and(|a| a.task_manager == tm) {
                 shared.allocation = None;
                 shared.users = 0;
             }
@@ -224,7 +295,7 @@ impl SlotPool {
     pub(crate) fn total_slots(&self) -> u64 {
         self.task_managers
             .values()
-            .map(|(_, s)| u64::from(*s))
+            .map(|r| u64::from(r.slots))
             .sum()
     }
 
@@ -244,9 +315,9 @@ impl SlotPool {
     pub(crate) fn task_manager_slots(&self) -> Vec<crate::TaskManagerSlots> {
         self.task_managers
             .iter()
-            .map(|(id, (_, slots))| crate::TaskManagerSlots {
+            .map(|(id, registered)| crate::TaskManagerSlots {
                 task_manager: *id,
-                slots: *slots,
+                slots: registered.slots,
                 free: self.free_count.get(id).copied().unwrap_or(0),
             })
             .collect()
@@ -264,27 +335,55 @@ impl SlotPool {
 
     /// Drops every shared slot, waiting request and check (the job ended).
     pub(crate) fn clear_requests(&mut self) {
-        self.shared.clear();
+        for group in &mut self.shared {
+            group.fill(SharedSlot::ABSENT);
+        }
+        self.next_waiting.fill(NONE);
         self.queue.clear();
         self.bulk_checks.clear();
     }
 
-    /// Heap bytes of the per-vertex array (the maps grow with the slots in use, not with the
-    /// graph, and are left out).
+    /// Heap bytes of the per-vertex arrays and the shared slots (the free slots and locations
+    /// grow with the TaskManagers, not with the graph, and are left out).
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.sharing_group_of.capacity() * std::mem::size_of::<u32>()
+        (self.sharing_group_of.capacity() + self.next_waiting.capacity())
+            * std::mem::size_of::<u32>()
+            + self
+                .shared
+                .iter()
+                .map(|g| g.capacity() * std::mem::size_of::<SharedSlot>())
+                .sum::<usize>()
     }
 
-    /// At most the heap bytes one waiting shared slot takes in the request maps: its entry in
-    /// `shared` (hash table slot and control byte, at a load of 7/8, doubled for the table's
-    /// growth), its `waiting` list (one vertex at the list's first capacity of 4) and its place
-    /// in `queue` (doubled for growth). When no slot is free, every subtask of the scheduled
-    /// regions waits: N of them at `Start` for a job of source regions only.
+    /// The shared slot of `key`, made (not in use) if the group has no such subtask yet.
+    fn shared_mut(&mut self, (group, subtask): SharingKey) -> &mut SharedSlot {
+        let (g, s) = (group as usize, subtask as usize);
+        if self.shared.len() <= g {
+            self.shared.resize_with(g + 1, Vec::new);
+        }
+        let slots = &mut self.shared[g];
+        if slots.len() <= s {
+            slots.resize(s + 1, SharedSlot::ABSENT);
+        }
+        &mut slots[s]
+    }
+
+    /// The shared slot of `key` if it is in use.
+    fn present_mut(&mut self, (group, subtask): SharingKey) -> Option<&mut SharedSlot> {
+        self.shared
+            .get_mut(group as usize)?
+            .get_mut(subtask as usize)
+            .filter(|s| s.present)
+    }
+
+    /// At most the heap bytes one waiting subtask takes in the request structures: its shared
+    /// slot in the flat per-group array (one per subtask, whether in use or not), its link in
+    /// the per-vertex waiting list and its place in `queue` (doubled for growth). When no slot is
+    /// free, every subtask of the scheduled regions waits: N of them at `Start` for a job of
+    /// source regions only.
     pub(crate) const fn waiting_slot_bytes_bound() -> usize {
         use std::mem::size_of;
-        2 * (size_of::<(SharingKey, SharedSlot)>() + 1) * 8 / 7
-            + 4 * size_of::<ExecutionVertexIndex>()
-            + 2 * size_of::<SharingKey>()
+        size_of::<SharedSlot>() + size_of::<u32>() + 2 * size_of::<SharingKey>()
     }
 
     /// At most the heap bytes one open region request's timeout check takes (doubled for the
@@ -301,14 +400,21 @@ impl SlotPool {
         v: ExecutionVertexIndex,
     ) -> Option<AllocationId> {
         let key = self.sharing_key(graph, v);
-        let shared = self.shared.entry(key).or_default();
+        let shared = self.shared_mut(key);
+        shared.present = true;
         if let Some(allocation) = shared.allocation {
             shared.users += 1;
             return Some(allocation);
         }
-        shared.waiting.push(v);
-        if !shared.queued {
-            shared.queued = true;
+        let last = std::mem::replace(&mut shared.last_waiting, v.0);
+        if last == NONE {
+            shared.first_waiting = v.0;
+        }
+        let newly_queued = !std::mem::replace(&mut shared.queued, true);
+        if last != NONE {
+            self.next_waiting[ExecutionVertexIndex(last)] = v.0;
+        }
+        if newly_queued {
             self.queue.push_back(key);
             self.dirty = true;
         }
@@ -317,36 +423,68 @@ impl SlotPool {
 
     /// Gives a free slot to the first queued shared slot (first come first served). `None`: the
     /// queue is empty or no slot is free; `Some(None)`: the first entry was stale (its shared
-    /// slot is gone or nobody waits any more) and was dropped; else the slot given with the
-    /// vertices that waited for it. Calling it until `None` serves the whole queue; nothing else
-    /// changes the pool in between, so serving it in several calls gives the same slots.
+    /// slot is gone or nobody waits any more) and was dropped; else the slot given, and the
+    /// vertices that waited for it, in the order they came, replace `waiting`'s content.
+    /// Calling it until `None` serves the whole queue; nothing else changes the pool in between,
+    /// so serving it in several calls gives the same slots.
     pub(crate) fn serve_next(
         &mut self,
-    ) -> Option<Option<(AllocationId, Vec<ExecutionVertexIndex>)>> {
+        waiting: &mut Vec<ExecutionVertexIndex>,
+    ) -> Option<Option<AllocationId>> {
         let &key = self.queue.front()?;
         let &free = self.free.first()?;
         self.queue.pop_front();
-        let Some(shared) = self.shared.get_mut(&key) else {
+        let spread = self.spread;
+        let Some(shared) = self.present_mut(key) else {
             return Some(None);
         };
         shared.queued = false;
-        if shared.waiting.is_empty() {
+        if shared.nobody_waits() {
             return Some(None);
         }
         let (a, b) = free;
-        self.free.remove(&free);
-        let (tm, slot) = if self.spread { (b, a) } else { (a, b) };
-        if let Some(n) = self.free_count.get_mut(&TaskManagerId(tm)) {
-            *n = n.saturating_sub(1);
-        }
+        let (tm, slot) = if spread { (b, a) } else { (a, b) };
         let allocation = AllocationId {
             task_manager: TaskManagerId(tm),
             slot,
         };
         shared.allocation = Some(allocation);
-        let waiting = std::mem::take(&mut shared.waiting);
+        let mut next = std::mem::replace(&mut shared.first_waiting, NONE);
+        shared.last_waiting = NONE;
+        waiting.clear();
+        while next != NONE {
+            let v = ExecutionVertexIndex(next);
+            waiting.push(v);
+            next = std::mem::replace(&mut self.next_waiting[v], NONE);
+        }
+        let shared = self.shared_mut(key);
         shared.users += conflux_graph::index_u32(waiting.len());
-        Some(Some((allocation, waiting)))
+        self.free.remove(&free);
+        self.count_free(tm, false);
+        Some(Some(allocation))
+    }
+
+    /// Takes `v` out of the waiting list of `key`'s shared slot, if it is there.
+    fn stop_waiting(&mut self, key: SharingKey, v: ExecutionVertexIndex) {
+        let shared = self.shared_mut(key);
+        let (mut previous, mut at) = (NONE, shared.first_waiting);
+        while at != NONE && at != v.0 {
+            previous = at;
+            at = self.next_waiting[ExecutionVertexIndex(at)];
+        }
+        if at == NONE {
+            return;
+        }
+        let next = std::mem::replace(&mut self.next_waiting[v], NONE);
+        if previous == NONE {
+            self.shared_mut(key).first_waiting = next;
+        } else {
+            self.next_waiting[ExecutionVertexIndex(previous)] = next;
+        }
+        let shared = self.shared_mut(key);
+        if shared.last_waiting == v.0 {
+            shared.last_waiting = previous;
+        }
     }
 
     /// `v` gives up its logical slot (`had`: the physical slot it held, if any); the physical
@@ -359,24 +497,26 @@ impl SlotPool {
         had: Option<AllocationId>,
     ) {
         let key = self.sharing_key(graph, v);
-        let Some(shared) = self.shared.get_mut(&key) else {
+        let Some(shared) = self.present_mut(key) else {
             return;
         };
         if had.is_some() && shared.allocation == had {
             shared.users = shared.users.saturating_sub(1);
         } else {
-            shared.waiting.retain(|&w| w != v);
+            self.stop_waiting(key, v);
         }
-        if shared.users == 0 && shared.waiting.is_empty() {
+        let shared = self.shared_mut(key);
+        if shared.users == 0 && shared.nobody_waits() {
             let queued = shared.queued;
-            if let Some(allocation) = shared.allocation.take() {
+            let allocation = shared.allocation.take();
+            if !queued {
+                *shared = SharedSlot::ABSENT;
+            }
+            if let Some(allocation) = allocation {
                 if self.task_managers.contains_key(&allocation.task_manager) {
                     let (tm, slot) = (allocation.task_manager.0, allocation.slot);
                     self.insert_free(tm, slot);
                 }
-            }
-            if !queued {
-                self.shared.remove(&key);
             }
             self.dirty = true;
         }
@@ -396,7 +536,28 @@ impl SlotPool {
 
     /// Where a registered TaskManager is.
     pub(crate) fn location(&self, tm: TaskManagerId) -> Option<TaskManagerLocation> {
-        self.task_managers.get(&tm).map(|(l, _)| *l)
+        self.location_index(tm).map(|i| self.locations[i as usize])
+    }
+
+    /// The index of a registered TaskManager's location (see [`location_at`](Self::location_at)).
+    pub(crate) fn location_index(&self, tm: TaskManagerId) -> Option<u32> {
+        self.task_managers.get(&tm).map(|r| r.location)
+    }
+
+    /// A location by its index: every index handed out stays valid.
+    pub(crate) fn location_at(&self, index: u32) -> TaskManagerLocation {
+        self.locations[index as usize]
+    }
+
+    /// The index of `location`: its TaskManager's current one if equal, else a new entry.
+    pub(crate) fn intern_location(&mut self, location: TaskManagerLocation) -> u32 {
+        match self.location_index(location.id) {
+            Some(i) if self.locations[i as usize] == location => i,
+            _ => {
+                self.locations.push(location);
+                conflux_graph::index_u32(self.locations.len() - 1)
+            }
+        }
     }
 }
 

@@ -261,7 +261,7 @@ impl Scheduler {
                     // reserved there, but it does not run yet (blocking that node could starve
                     // the very request the attempt waits in).
                     if is_running(state) {
-                        tms.extend(self.location[v].map(|l| l.id));
+                        tms.extend(self.location_of(v).map(|l| l.id));
                     }
                 }
                 for x in s.attempts.get(&v).into_iter().flatten() {
@@ -588,7 +588,7 @@ impl Scheduler {
     fn promote(&mut self, v: ExecutionVertexIndex, x: SpeculativeAttempt) {
         self.attempt[v] = x.attempt;
         self.allocation[v] = Some(x.allocation);
-        self.location[v] = Some(x.location);
+        self.location[v] = self.slots.intern_location(x.location);
         self.set_state(
             v,
             if x.running {

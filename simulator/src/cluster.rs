@@ -6,8 +6,7 @@
 //! The same seed gives the same run: the scheduler's [`trace_digest`](Scheduler::trace_digest)
 //! is equal.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -29,6 +28,7 @@ use conflux_scheduler::{
 };
 
 use crate::adaptive_report::AdaptiveReport;
+use crate::event_queue::EventQueue;
 use crate::produced_bytes::{BytesModel, ProducedBytes};
 use crate::slow::SlowTaskManagers;
 
@@ -188,7 +188,7 @@ pub struct SimulationReport {
     pub speculative: SpeculativeStats,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum SimEvent {
     Running(ExecutionAttemptId),
     Finished(ExecutionAttemptId),
@@ -205,6 +205,31 @@ enum SimEvent {
 fn log_blob_failures(factory: &mut TaskDeploymentDescriptorFactory, job_id: JobId) {
     for failure in factory.take_blob_failures() {
         tracing::warn!(job = %job_id, %failure, "descriptor blob operation failed");
+    }
+}
+
+/// Keeps the longest scheduler call; a new longest one is logged (debug) with what it handled:
+/// the event, and which continuation call of its work (0: the `handle` call itself).
+fn note_call(
+    report: &mut SimulationReport,
+    took: Duration,
+    now_ms: u64,
+    event: &Event,
+    continuation: u32,
+) {
+    if took <= report.max_handler_stall {
+        return;
+    }
+    report.max_handler_stall = took;
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let what: String = format!("{event:?}").chars().take(80).collect();
+        tracing::debug!(
+            ms = took.as_secs_f64() * 1e3,
+            virtual_ms = now_ms,
+            event = %what,
+            continuation,
+            "longest scheduler call so far"
+        );
     }
 }
 
@@ -230,6 +255,51 @@ struct TaskManagerSide {
     reader: Arc<dyn BlobReader>,
     cache: ShuffleDescriptorsCache,
     stats: TaskManagerStats,
+}
+
+/// Deploys shipped per chunk of a batch: TDDs built in parallel, loaded, then dropped.
+const DEPLOY_CHUNK: usize = 1 << 14;
+
+/// The TaskManagers' sides, by id (ids are dense: the first TaskManagers, then replacements
+/// numbered after them), each made when its first task arrives.
+#[derive(Default)]
+struct TaskManagerSides {
+    sides: Vec<Option<TaskManagerSide>>,
+}
+
+impl TaskManagerSides {
+    /// The side of `tm`, made (its blob reader and descriptor cache) on first use.
+    fn side(
+        &mut self,
+        tm: TaskManagerId,
+        blobs: &dyn BlobEnvironment,
+        shared_decoded: &Arc<SharedDecodedGroups>,
+    ) -> &mut TaskManagerSide {
+        let i = tm.0 as usize;
+        if self.sides.len() <= i {
+            self.sides.resize_with(i + 1, || None);
+        }
+        self.sides[i].get_or_insert_with(|| TaskManagerSide {
+            reader: blobs.reader(tm),
+            cache: ShuffleDescriptorsCache::with_shared_decoded(
+                conflux_deploy::DEFAULT_CACHE_BYTES,
+                Arc::clone(shared_decoded),
+            ),
+            stats: TaskManagerStats::default(),
+        })
+    }
+
+    /// The counters of every TaskManager that received a task, by id.
+    fn stats(&self) -> Vec<(TaskManagerId, TaskManagerStats)> {
+        self.sides
+            .iter()
+            .enumerate()
+            .filter_map(|(i, side)| {
+                let side = side.as_ref()?;
+                Some((TaskManagerId(u32::try_from(i).ok()?), side.stats))
+            })
+            .collect()
+    }
 }
 
 /// Watches a simulation: progress for a progress bar, and every event the scheduler handles for
@@ -319,31 +389,38 @@ fn run(
         .task_managers
         .unwrap_or_else(|| slot_demand(&graph).div_ceil(slots))
         .max(1);
-    let slow = config.slow_task_managers.choose(config.seed, task_managers);
+    // Per TaskManager id, whether it is slow (replacements, numbered after, never are).
+    let slow: Vec<bool> = {
+        let chosen = config.slow_task_managers.choose(config.seed, task_managers);
+        (0..task_managers).map(|tm| chosen.contains(&tm)).collect()
+    };
     let mut next_tm = task_managers;
     let mut alive: Vec<u32> = (0..task_managers).collect();
+    let mut tm_sides = TaskManagerSides::default();
+    // Per batch of deploys: when each deployed vertex finishes and when each pipelined group's
+    // producers have, which bound pipelined consumers. Kept only when a consumer can read them.
+    let pipelined_job = graph
+        .connections()
+        .iter()
+        .any(|c| c.result_partition_type.must_be_pipelined_consumed());
+    let mut finish_at: HashMap<u32, u64> = HashMap::new();
+    let mut group_finish: HashMap<u32, u64> = HashMap::new();
     let mut lost: Vec<u32> = Vec::new();
-    let mut tm_side: HashMap<u32, TaskManagerSide> = HashMap::new();
     // A thousand TaskManagers in one process: each fetches and decodes, identical groups are
     // held once.
     let shared_decoded = Arc::new(SharedDecodedGroups::new());
 
-    let mut queue: BinaryHeap<Reverse<(u64, u64, SimEvent)>> = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut push = |queue: &mut BinaryHeap<Reverse<(u64, u64, SimEvent)>>, at: u64, e: SimEvent| {
-        seq += 1;
-        queue.push(Reverse((at, seq, e)));
-    };
+    let mut queue: EventQueue<SimEvent> = EventQueue::new();
 
     // Faults spread over the first stretch of the run.
     let horizon = config.task_duration_ms.1.max(1) * 2;
     for _ in 0..config.faults.task_manager_losses {
         let at = rng.between(1, horizon);
-        push(&mut queue, at, SimEvent::LoseTaskManager);
+        queue.push(at, SimEvent::LoseTaskManager);
     }
     for _ in 0..config.faults.blob_server_restarts {
         let at = rng.between(1, horizon);
-        push(&mut queue, at, SimEvent::RestartBlobServer);
+        queue.push(at, SimEvent::RestartBlobServer);
     }
     // The slow task detector's period, when speculative execution is on.
     let check_interval = config
@@ -352,7 +429,7 @@ fn run(
         .enabled
         .then_some(config.scheduler.speculative.check_interval_ms.max(1));
     if let Some(interval) = check_interval {
-        push(&mut queue, interval, SimEvent::CheckSlowTasks);
+        queue.push(interval, SimEvent::CheckSlowTasks);
     }
 
     let mut report = SimulationReport {
@@ -395,14 +472,16 @@ fn run(
             let mut commands = scheduler
                 .handle(now, event)
                 .map_err(|e| format!("bug: {e}"))?;
-            report.max_handler_stall = report.max_handler_stall.max(call.elapsed());
+            note_call(&mut report, call.elapsed(), now, &observed, 0);
             // Work beyond the scheduler's budget is done by continuation calls at the same
             // virtual time, before the next event; their commands continue the call's, and the
             // whole is handled as one call's commands, as before there were budgets.
+            let mut continuation = 0;
             while scheduler.has_pending_work() {
                 let call = Instant::now();
                 let more = scheduler.continue_work().map_err(|e| format!("bug: {e}"))?;
-                report.max_handler_stall = report.max_handler_stall.max(call.elapsed());
+                continuation += 1;
+                note_call(&mut report, call.elapsed(), now, &observed, continuation);
                 report.continuations += 1;
                 commands.extend(more);
             }
@@ -461,101 +540,104 @@ fn run(
                     .map_err(|e| e.to_string())?;
             }
             log_blob_failures(&mut factory, job_id);
-            let tdds: Vec<TaskDeploymentDescriptor> = deploys
-                .par_iter()
-                .map(|(a, slot)| factory.create_with(&graph, *a, *slot, &scheduler))
-                .collect::<Result<_, _>>()
-                .map_err(|e| e.to_string())?;
             report.descriptor_wall += t.elapsed();
-            report.tasks_deployed += tdds.len() as u64;
+            // The batch is shipped in chunks, so that a million TDDs are never held at once
+            // (about 256 bytes each beyond their shared groups); nothing a chunk does changes
+            // the next one's TDDs, and durations are drawn in deploy order as before.
+            for chunk in deploys.chunks(DEPLOY_CHUNK) {
+                let t = Instant::now();
+                let tdds: Vec<TaskDeploymentDescriptor> = chunk
+                    .par_iter()
+                    .map(|(a, slot)| factory.create_with(&graph, *a, *slot, &scheduler))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| e.to_string())?;
+                report.descriptor_wall += t.elapsed();
+                report.tasks_deployed += tdds.len() as u64;
 
-            // TaskManager side: each loads its tasks' input gates.
-            let t = Instant::now();
-            for tdd in &tdds {
-                let tm = tdd.allocation.task_manager;
-                let side = tm_side.entry(tm.0).or_insert_with(|| TaskManagerSide {
-                    reader: blobs.reader(tm),
-                    cache: ShuffleDescriptorsCache::with_shared_decoded(
-                        conflux_deploy::DEFAULT_CACHE_BYTES,
-                        Arc::clone(&shared_decoded),
-                    ),
-                    stats: TaskManagerStats::default(),
-                });
-                side.stats.tasks += 1;
-                for gate in &tdd.input_gates {
-                    if gate.descriptor_groups.iter().any(|g| g.is_offloaded()) {
-                        let before = side.cache.stats();
-                        load_input_gate(gate, job_id, side.reader.as_ref(), &mut side.cache)
-                            .map_err(|e| format!("TaskManager {tm}: {e}"))?;
-                        let after = side.cache.stats();
-                        side.stats.blob_fetches += after.misses - before.misses;
-                        side.stats.cache_hits += after.hits - before.hits;
+                // TaskManager side: each loads its tasks' input gates.
+                let t = Instant::now();
+                for tdd in &tdds {
+                    let tm = tdd.allocation.task_manager;
+                    let side = tm_sides.side(tm, blobs, &shared_decoded);
+                    side.stats.tasks += 1;
+                    for gate in &tdd.input_gates {
+                        if gate.descriptor_groups.iter().any(|g| g.is_offloaded()) {
+                            let before = side.cache.stats();
+                            load_input_gate(gate, job_id, side.reader.as_ref(), &mut side.cache)
+                                .map_err(|e| format!("TaskManager {tm}: {e}"))?;
+                            let after = side.cache.stats();
+                            side.stats.blob_fetches += after.misses - before.misses;
+                            side.stats.cache_hits += after.hits - before.hits;
+                        }
                     }
                 }
-            }
-            report.task_manager_load_wall += t.elapsed();
+                report.task_manager_load_wall += t.elapsed();
 
-            // Durations: pipelined consumers cannot finish before their producers.
-            let mut finish_at: HashMap<u32, u64> = HashMap::with_capacity(tdds.len());
-            let mut group_finish: HashMap<u32, u64> = HashMap::new();
-            for tdd in &tdds {
-                let a = tdd.execution_attempt;
-                let mut duration =
-                    rng.between(config.task_duration_ms.0, config.task_duration_ms.1);
-                if slow.contains(&tdd.allocation.task_manager.0) {
-                    duration = config.slow_task_managers.slowed(duration);
-                }
-                let mut at = now + 1 + duration;
-                for gate in &tdd.input_gates {
-                    if !gate.partition_type.must_be_pipelined_consumed() {
-                        continue;
+                // Durations: pipelined consumers cannot finish before their producers.
+                for tdd in &tdds {
+                    let a = tdd.execution_attempt;
+                    let mut duration =
+                        rng.between(config.task_duration_ms.0, config.task_duration_ms.1);
+                    if slow.get(tdd.allocation.task_manager.0 as usize) == Some(&true) {
+                        duration = config.slow_task_managers.slowed(duration);
                     }
-                    let bound = *group_finish.entry(gate.group.0).or_insert_with(|| {
+                    let mut at = now + 1 + duration;
+                    for gate in &tdd.input_gates {
+                        if !gate.partition_type.must_be_pipelined_consumed() {
+                            continue;
+                        }
+                        let bound = *group_finish.entry(gate.group.0).or_insert_with(|| {
+                            let group = graph.consumed_partition_group(gate.group);
+                            let producers = graph
+                                .execution_vertices_of(
+                                    graph.job_graph().data_set(group.result).producer,
+                                )
+                                .start;
+                            group
+                                .partitions
+                                .map(|p| finish_at.get(&(producers + p)).copied().unwrap_or(0))
+                                .max()
+                                .unwrap_or(0)
+                        });
+                        at = at.max(bound + 1);
+                    }
+                    // Only pipelined consumers read it.
+                    if pipelined_job {
+                        finish_at.insert(a.vertex, at);
+                    }
+                    queue.push(now + 1, SimEvent::Running(a));
+                    let blocking_input = tdd
+                        .input_gates
+                        .iter()
+                        .find(|g| g.partition_type.is_blocking_or_blocking_persistent());
+                    let first_attempt = a.attempt == 0;
+                    if first_attempt && rng.chance(config.faults.task_failure) {
+                        let when = now + 1 + rng.below(at - now);
+                        queue.push(when, SimEvent::Failed(a, None));
+                        report.faults_injected.0 += 1;
+                    } else if let (Some(gate), true) = (
+                        blocking_input,
+                        first_attempt && rng.chance(config.faults.partition_not_found),
+                    ) {
                         let group = graph.consumed_partition_group(gate.group);
-                        let producers = graph
-                            .execution_vertices_of(
-                                graph.job_graph().data_set(group.result).producer,
+                        let p = group.partitions.start
+                            + u32::try_from(
+                                rng.below(u64::from(group.partitions.end - group.partitions.start)),
                             )
-                            .start;
-                        group
-                            .partitions
-                            .map(|p| finish_at.get(&(producers + p)).copied().unwrap_or(0))
-                            .max()
-                            .unwrap_or(0)
-                    });
-                    at = at.max(bound + 1);
-                }
-                finish_at.insert(a.vertex, at);
-                push(&mut queue, now + 1, SimEvent::Running(a));
-                let blocking_input = tdd
-                    .input_gates
-                    .iter()
-                    .find(|g| g.partition_type.is_blocking_or_blocking_persistent());
-                let first_attempt = a.attempt == 0;
-                if first_attempt && rng.chance(config.faults.task_failure) {
-                    let when = now + 1 + rng.below(at - now);
-                    push(&mut queue, when, SimEvent::Failed(a, None));
-                    report.faults_injected.0 += 1;
-                } else if let (Some(gate), true) = (
-                    blocking_input,
-                    first_attempt && rng.chance(config.faults.partition_not_found),
-                ) {
-                    let group = graph.consumed_partition_group(gate.group);
-                    let p = group.partitions.start
-                        + u32::try_from(
-                            rng.below(u64::from(group.partitions.end - group.partitions.start)),
-                        )
-                        .unwrap_or(0);
-                    let partition = IntermediateResultPartitionId {
-                        result: group.result,
-                        partition: p,
-                    };
-                    push(&mut queue, now + 2, SimEvent::Failed(a, Some(partition)));
-                    report.faults_injected.1 += 1;
-                } else {
-                    push(&mut queue, at, SimEvent::Finished(a));
+                            .unwrap_or(0);
+                        let partition = IntermediateResultPartitionId {
+                            result: group.result,
+                            partition: p,
+                        };
+                        queue.push(now + 2, SimEvent::Failed(a, Some(partition)));
+                        report.faults_injected.1 += 1;
+                    } else {
+                        queue.push(at, SimEvent::Finished(a));
+                    }
                 }
             }
+            finish_at.clear();
+            group_finish.clear();
         }
         if scheduler.status().is_terminal() {
             break;
@@ -564,10 +646,10 @@ fn run(
             let t = t.max(now);
             if tick_at.is_none_or(|at| t < at) {
                 tick_at = Some(t);
-                push(&mut queue, t, SimEvent::Tick);
+                queue.push(t, SimEvent::Tick);
             }
         }
-        let Some(Reverse((at, _, e))) = queue.pop() else {
+        let Some((at, e)) = queue.pop() else {
             break;
         };
         if at > config.max_virtual_ms {
@@ -601,11 +683,7 @@ fn run(
                     let tm = alive.swap_remove(i);
                     lost.push(tm);
                     events.push(Event::TaskManagerLost(TaskManagerId(tm)));
-                    push(
-                        &mut queue,
-                        now + 1_000,
-                        SimEvent::RegisterTaskManager(next_tm),
-                    );
+                    queue.push(now + 1_000, SimEvent::RegisterTaskManager(next_tm));
                     next_tm += 1;
                     report.faults_injected.2 += 1;
                 }
@@ -631,18 +709,18 @@ fn run(
             SimEvent::CheckSlowTasks => {
                 events.push(Event::CheckSlowTasks);
                 if let Some(interval) = check_interval {
-                    push(&mut queue, now + interval, SimEvent::CheckSlowTasks);
+                    queue.push(now + interval, SimEvent::CheckSlowTasks);
                 }
             }
         }
     }
 
     // The job is over: every TaskManager drops its descriptor groups of the job.
-    for side in tm_side.values_mut() {
+    for side in tm_sides.sides.iter_mut().flatten() {
         side.cache.clear_job(job_id);
     }
     for tm in lost {
-        if let Some(side) = tm_side.get_mut(&tm) {
+        if let Some(Some(side)) = tm_sides.sides.get_mut(tm as usize) {
             side.stats.lost = true;
         }
     }
@@ -657,12 +735,7 @@ fn run(
     report.speculative = scheduler.speculative_stats();
     report.virtual_ms = now;
     report.deployment = factory.stats();
-    let mut tms: Vec<(TaskManagerId, TaskManagerStats)> = tm_side
-        .into_iter()
-        .map(|(tm, side)| (TaskManagerId(tm), side.stats))
-        .collect();
-    tms.sort_by_key(|(tm, _)| *tm);
-    report.task_managers = tms;
+    report.task_managers = tm_sides.stats();
     report.run_wall = started.elapsed();
     Ok(report)
 }

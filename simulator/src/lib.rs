@@ -10,6 +10,7 @@
 
 mod adaptive_report;
 pub mod cluster;
+mod event_queue;
 mod produced_bytes;
 pub mod script;
 pub mod slow;

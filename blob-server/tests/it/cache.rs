@@ -3,6 +3,7 @@
 use bytes::Bytes;
 use conflux_blob::{
     BlobCache, BlobCacheConfig, BlobError, BlobKey, BlobKind, BlobReader, DurableStoreConfig,
+    SharedBlobMemory,
 };
 use tempfile::TempDir;
 use tokio::runtime::Handle;
@@ -150,4 +151,50 @@ async fn release_job_drops_only_that_jobs_blobs() {
     assert!(!cache.contains(&a) && !cache.blob_path(&a).exists());
     assert!(cache.contains(&other));
     assert_eq!(cache.stats().cached_bytes, 7);
+}
+
+/// Caches in memory: no directory is made; each cache fetches, checks and counts a blob itself,
+/// the shared store holds one copy while any cache holds it, and drops it with the last holder
+/// (evicted, job released, cache dropped).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_in_memory_fetch_each_and_share_one_copy() {
+    let fx = start().await;
+    let (a, da) = put(&fx, 8, 100_000).await;
+    let (b, db) = put(&fx, 9, 100_000).await;
+    let dir = TempDir::new().unwrap();
+    let memory = SharedBlobMemory::new();
+    let in_memory = |name: &str, max_bytes: u64| {
+        let mut config = BlobCacheConfig::new(dir.path().join(name));
+        config.server_url = Some(fx.server.url());
+        config.max_bytes = max_bytes;
+        config.memory = Some(memory.clone());
+        BlobCache::new(config, Handle::current()).unwrap()
+    };
+    let first = in_memory("first", 150_000);
+    let second = in_memory("second", 1 << 20);
+
+    assert_eq!(first.get(&a).await.unwrap(), da);
+    assert_eq!(second.get(&a).await.unwrap(), da);
+    assert_eq!(first.get(&a).await.unwrap(), da);
+    assert_eq!((memory.blobs(), memory.bytes()), (1, 100_000));
+    let (s1, s2) = (first.stats(), second.stats());
+    assert_eq!((s1.server_fetches, s1.hits), (1, 1));
+    assert_eq!((s2.server_fetches, s2.hits), (1, 0));
+
+    // b evicts a from the first cache only: the second still holds a's copy.
+    assert_eq!(first.get(&b).await.unwrap(), db);
+    assert_eq!(first.lru_order(), vec![b]);
+    assert_eq!(first.stats().evictions, 1);
+    assert_eq!((memory.blobs(), memory.bytes()), (2, 200_000));
+    assert_eq!(second.get(&a).await.unwrap(), da);
+    assert_eq!(second.stats().hits, 1);
+
+    // The second lets a go: nobody holds it any more.
+    assert_eq!(second.release_job(job(1)).unwrap(), 1);
+    assert_eq!((memory.blobs(), memory.bytes()), (1, 100_000));
+    // Dropping the first lets b go.
+    drop(first);
+    assert_eq!((memory.blobs(), memory.bytes()), (0, 0));
+    // Neither cache made a file or a directory.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }

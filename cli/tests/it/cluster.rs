@@ -208,6 +208,8 @@ pub(crate) fn start_jobmanager(name: &str, address: &str, dir: &Path) -> (Proc, 
         name,
         &[
             "jobmanager",
+            "--rest-port",
+            "0",
             "--address",
             address,
             "--blob-dir",
@@ -732,6 +734,8 @@ fn tokens_taken_addresses_and_absent_jobmanagers_fail_with_clear_messages() {
         "jm-token",
         &[
             "jobmanager",
+            "--rest-port",
+            "0",
             "--address",
             "127.0.0.1:0",
             "--blob-dir",
@@ -785,6 +789,8 @@ fn tokens_taken_addresses_and_absent_jobmanagers_fail_with_clear_messages() {
         "jm-taken",
         &[
             "jobmanager",
+            "--rest-port",
+            "0",
             "--address",
             &address,
             "--blob-dir",
@@ -1254,6 +1260,8 @@ fn cluster_speculates_around_a_slow_task_manager() {
         (
             vec![
                 "jobmanager",
+                "--rest-port",
+                "0",
                 "--address",
                 "127.0.0.1:0",
                 "--speculative",

@@ -145,7 +145,7 @@ fn a_start_removes_what_dead_processes_of_its_kind_left_only() {
     let logs = tempfile::tempdir().expect("tempdir");
     let mut jm = Proc::start_with_tmpdir(
         "jobmanager",
-        &["jobmanager", "--address", "127.0.0.1:0"],
+        &["jobmanager", "--address", "127.0.0.1:0", "--rest-port", "0"],
         logs.path(),
         false,
         Some(tmp.path()),
@@ -173,7 +173,7 @@ fn jobmanager_and_taskmanager_remove_their_directories_on_every_signal() {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut jm = Proc::start_with_tmpdir(
             &format!("jobmanager-{signal}"),
-            &["jobmanager", "--address", "127.0.0.1:0"],
+            &["jobmanager", "--address", "127.0.0.1:0", "--rest-port", "0"],
             logs.path(),
             false,
             Some(tmp.path()),

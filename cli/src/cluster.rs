@@ -362,6 +362,15 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
         let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
+        // The JobManager leaves an ended job as it ended: say so instead of "cancelling". A
+        // job that ends between the two requests is cancelled as a running one (a no-op).
+        let jobs = client.list().await.map_err(|e| Failure::Work(e.into()))?;
+        if let Some(ended) = jobs.iter().find(|j| j.job == job && ended(&j.status)) {
+            return Err(Failure::Work(anyhow::anyhow!(
+                "job {job} already ended {}: nothing to cancel",
+                ended.status
+            )));
+        }
         client
             .cancel(job)
             .await

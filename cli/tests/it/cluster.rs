@@ -1605,6 +1605,36 @@ fn status_and_wait_follow_a_detached_job() {
     assert_eq!(shown["name"], name, "{shown}");
     assert_eq!(shown["report"], report, "the report wait printed");
 
+    // CONFLUX_JOBMANAGER stands for --jobmanager; cancelling an ended job is a failure.
+    let mut cancel = Command::new(env!("CARGO_BIN_EXE_conflux"))
+        .args(["cancel", &job_id])
+        .env("CONFLUX_JOBMANAGER", &address)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts conflux cancel");
+    let deadline = Instant::now() + limit;
+    while cancel.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = cancel.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = cancel.wait_with_output().expect("conflux cancel's output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "job {job_id} already ended FINISHED: nothing to cancel"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
     for (command, id, code, message) in [
         (
             "status",

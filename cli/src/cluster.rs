@@ -1,6 +1,7 @@
-//! The cluster commands: `jobmanager`, `taskmanager`, `submit`, `list`, `cancel` (Flink's
-//! `jobmanager.sh`, `taskmanager.sh`, `flink run / list / cancel`) and `cluster`, which starts a
-//! JobManager in this process and TaskManager child processes on loopback and runs one job.
+//! The cluster commands: `jobmanager`, `taskmanager`, `submit`, `list`, `cancel`, `status`,
+//! `wait` (Flink's `jobmanager.sh`, `taskmanager.sh`, `flink run / list / cancel`) and
+//! `cluster`, which starts a JobManager in this process and TaskManager child processes on
+//! loopback and runs one job.
 
 mod args;
 mod local;
@@ -18,7 +19,8 @@ use crate::output;
 use crate::work_dir::{self, Kind, OnSignal, WorkDir};
 use crate::{Failure, Format};
 pub(crate) use args::{
-    CancelArgs, ClusterArgs, JobManagerArgs, ListArgs, SubmitArgs, TaskManagerArgs,
+    CancelArgs, ClusterArgs, JobManagerArgs, ListArgs, StatusArgs, SubmitArgs, TaskManagerArgs,
+    WaitArgs,
 };
 
 fn tokio_runtime() -> Result<tokio::runtime::Runtime, Failure> {
@@ -262,18 +264,113 @@ pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {
     }
 }
 
-pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
-    let job = args.job_id.parse::<conflux_blob::JobId>().map_err(|_| {
+/// `text` as a job id (32 hex digits); an input error (exit 2) saying it is not one otherwise.
+fn parse_job_id(text: &str) -> Result<conflux_blob::JobId, Failure> {
+    text.parse::<conflux_blob::JobId>().map_err(|_| {
         Failure::input(anyhow::anyhow!(
-            "{:?} is not a job id: a job id is 32 hex digits, as `submit` and `list` print it",
-            args.job_id
+            "{text:?} is not a job id: a job id is 32 hex digits, as `submit` and `list` print it"
         ))
+    })
+}
+
+/// Whether a job table status (`QUEUED`, `RUNNING`, or the final status) is a final one.
+fn ended(status: &str) -> bool {
+    status != "QUEUED" && status != "RUNNING"
+}
+
+/// `conflux status`: the job's row of the JobManager's job table (`list`), and for an ended
+/// job its report (a wait on an ended job answers at once). Exit 1 for a job the JobManager
+/// does not know (never submitted, or gone from its job history).
+pub(crate) fn status(args: &StatusArgs) -> Result<(), Failure> {
+    let job = parse_job_id(&args.job_id)?;
+    let address = &args.jobmanager;
+    let runtime = tokio_runtime()?;
+    let (summary, report) = runtime.block_on(async {
+        let mut client = JobManagerClient::connect(address, args.token.clone())
+            .await
+            .map_err(|e| Failure::Work(e.into()))?;
+        let jobs = client.list().await.map_err(|e| Failure::Work(e.into()))?;
+        let summary = jobs.into_iter().find(|j| j.job == job).ok_or_else(|| {
+            Failure::Work(anyhow::anyhow!(
+                "no job {job} on the JobManager at {address} (never submitted there, or no \
+                 longer in its job history)"
+            ))
+        })?;
+        // The job may leave the history in between: then there is no report to add.
+        let report = if ended(&summary.status) {
+            client.wait(job).await.ok()
+        } else {
+            None
+        };
+        Ok::<_, Failure>((summary, report))
     })?;
+    match args.format {
+        Format::Json => output::print_json(&serde_json::json!({
+            "job_id": summary.job.to_string(),
+            "name": summary.name,
+            "status": summary.status,
+            "report": report,
+        })),
+        Format::Text => {
+            let mut line = format!(
+                "{}  {}  {}",
+                summary.status,
+                summary.job,
+                crate::failure::escape_controls(&summary.name)
+            );
+            if let Some(r) = &report {
+                line.push_str(&format!("  {} tasks  {:.0} ms", r.tasks, r.wall_ms.total));
+                if let Some(reason) = &r.failure_reason {
+                    line.push_str(&format!("  {}", crate::failure::escape_controls(reason)));
+                }
+            }
+            line.push('\n');
+            output::print(&line)
+        }
+    }
+}
+
+/// `conflux wait`: blocks until the job ends and prints its report as attached `submit` does;
+/// exit 1 when it did not finish (or its output is wrong), or the JobManager does not know it.
+pub(crate) fn wait(args: &WaitArgs) -> Result<(), Failure> {
+    let job = parse_job_id(&args.job_id)?;
+    let address = &args.jobmanager;
+    let runtime = tokio_runtime()?;
+    let report = runtime.block_on(async {
+        let mut client = JobManagerClient::connect(address, args.token.clone())
+            .await
+            .map_err(|e| Failure::Work(e.into()))?;
+        client.wait(job).await.map_err(|e| {
+            if connection_lost(&e) {
+                Failure::Work(anyhow::anyhow!(
+                    "the JobManager at {address} closed the connection while job {job} was \
+                     running ({e}): the job's state is unknown"
+                ))
+            } else {
+                Failure::Work(e.into())
+            }
+        })
+    })?;
+    render::print_report(&report, args.format)?;
+    failed_if_failed(&report)
+}
+
+pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
+    let job = parse_job_id(&args.job_id)?;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
         let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
+        // The JobManager leaves an ended job as it ended: say so instead of "cancelling". A
+        // job that ends between the two requests is cancelled as a running one (a no-op).
+        let jobs = client.list().await.map_err(|e| Failure::Work(e.into()))?;
+        if let Some(ended) = jobs.iter().find(|j| j.job == job && ended(&j.status)) {
+            return Err(Failure::Work(anyhow::anyhow!(
+                "job {job} already ended {}: nothing to cancel",
+                ended.status
+            )));
+        }
         client
             .cancel(job)
             .await

@@ -95,6 +95,11 @@ enum Command {
     List(cluster::ListArgs),
     /// Cancel a job.
     Cancel(cluster::CancelArgs),
+    /// Print a job's state (first word: QUEUED, RUNNING, FINISHED, FAILED or CANCELED) and
+    /// what the JobManager knows of it.
+    Status(cluster::StatusArgs),
+    /// Wait for a job's end and print its report, as attached `submit` does.
+    Wait(cluster::WaitArgs),
     /// Run a job on a local cluster: a JobManager here and TaskManager processes on loopback.
     Cluster(cluster::ClusterArgs),
     /// Inspect, edit, diff and check plans.
@@ -463,6 +468,8 @@ fn main() -> ExitCode {
         }
         Command::Submit(args) => args.format,
         Command::List(args) => args.format,
+        Command::Status(args) => args.format,
+        Command::Wait(args) => args.format,
         Command::Cluster(args) => args.format,
         Command::Jobmanager(_) | Command::Taskmanager(_) | Command::Cancel(_) => Format::Text,
     };
@@ -512,6 +519,8 @@ fn dispatch(command: Command) -> Result<(), Failure> {
         Command::Submit(args) => cluster::submit(&args),
         Command::List(args) => cluster::list(&args),
         Command::Cancel(args) => cluster::cancel(&args),
+        Command::Status(args) => cluster::status(&args),
+        Command::Wait(args) => cluster::wait(&args),
         Command::Cluster(args) => cluster::cluster(&args),
         Command::Completions { shell } => completions(shell),
         Command::Man { subcommand } => man(&subcommand),

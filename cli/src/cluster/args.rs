@@ -349,7 +349,7 @@ pub(crate) struct SubmitArgs {
     #[command(flatten)]
     pub(crate) load: LoadArgs,
     /// The JobManager's HOST:PORT.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
+    #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
     pub(crate) jobmanager: String,
     /// The JobManager's shared secret.
     #[arg(help_heading = crate::headings::CLUSTER, long)]
@@ -368,7 +368,7 @@ pub(crate) struct SubmitArgs {
 #[derive(clap::Args)]
 pub(crate) struct ListArgs {
     /// The JobManager's HOST:PORT.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
+    #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
     pub(crate) jobmanager: String,
     /// The JobManager's shared secret.
     #[arg(help_heading = crate::headings::CLUSTER, long)]
@@ -384,11 +384,43 @@ pub(crate) struct CancelArgs {
     /// The job's id (32 hex digits, as `submit` and `list` print it).
     pub(crate) job_id: String,
     /// The JobManager's HOST:PORT.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
+    #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
     pub(crate) jobmanager: String,
     /// The JobManager's shared secret.
     #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) token: Option<String>,
+}
+
+/// `conflux status`.
+#[derive(clap::Args)]
+pub(crate) struct StatusArgs {
+    /// The job's id (32 hex digits, as `submit` and `list` print it).
+    pub(crate) job_id: String,
+    /// The JobManager's HOST:PORT.
+    #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
+    pub(crate) jobmanager: String,
+    /// The JobManager's shared secret.
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
+    pub(crate) token: Option<String>,
+    /// Output format.
+    #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
+}
+
+/// `conflux wait`.
+#[derive(clap::Args)]
+pub(crate) struct WaitArgs {
+    /// The job's id (32 hex digits, as `submit` and `list` print it).
+    pub(crate) job_id: String,
+    /// The JobManager's HOST:PORT.
+    #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
+    pub(crate) jobmanager: String,
+    /// The JobManager's shared secret.
+    #[arg(help_heading = crate::headings::CLUSTER, long)]
+    pub(crate) token: Option<String>,
+    /// Output format.
+    #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
+    pub(crate) format: Format,
 }
 
 /// `conflux cluster`.

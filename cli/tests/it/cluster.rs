@@ -1504,3 +1504,157 @@ fn run_cluster_and_submit_print_one_report_schema_and_a_clean_run_warns_nothing(
         "not in the README's report table: {undocumented:?}"
     );
 }
+
+/// `conflux status` and `conflux wait` of a detached job: the state word first, the report of
+/// attached `submit`, exit 1 for an unknown job and 2 for a malformed id.
+#[test]
+fn status_and_wait_follow_a_detached_job() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 2, "blocking");
+    let (mut jm, address) = start_jobmanager("jm", "127.0.0.1:0", dir.path());
+    let mut tm = start_taskmanager("tm", &address, 2, dir.path());
+    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    let limit = Duration::from_secs(10);
+    let (status, stdout, stderr) = run_bounded(
+        "submit",
+        &[
+            "submit",
+            &file,
+            "--jobmanager",
+            &address,
+            "--detached",
+            "--task-duration-ms",
+            "2000",
+        ],
+        dir.path(),
+        limit,
+    );
+    assert!(status.success(), "{stderr}");
+    let job_id = stdout.trim().to_owned();
+    let name = "word count 2 x 2 (blocking)";
+
+    // While it runs (4 tasks of 2 s, two at a time): QUEUED or RUNNING, no report yet.
+    let (status, stdout, stderr) = run_bounded(
+        "status-running",
+        &["status", &job_id, "--jobmanager", &address],
+        dir.path(),
+        limit,
+    );
+    assert!(status.success(), "{stderr}");
+    let word = stdout.split_whitespace().next().unwrap_or_default();
+    assert!(["QUEUED", "RUNNING"].contains(&word), "{stdout}");
+    assert_eq!(stdout, format!("{word}  {job_id}  {name}\n"));
+
+    let (status, stdout, stderr) = run_bounded(
+        "wait",
+        &[
+            "wait",
+            &job_id,
+            "--jobmanager",
+            &address,
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(30),
+    );
+    assert!(status.success(), "{stderr}");
+    let report = json(&stdout, &stderr);
+    assert_eq!(report["status"], "FINISHED", "{report}");
+    assert_eq!(report["job_id"], job_id.as_str(), "{report}");
+    assert_eq!(u64_at(&report, "tasks"), 4, "{report}");
+    let (status, stdout, stderr) = run_bounded(
+        "wait-text",
+        &["wait", &job_id, "--jobmanager", &address],
+        dir.path(),
+        limit,
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("job {job_id} ({name})\n")),
+        "{stdout}"
+    );
+
+    let (status, stdout, stderr) = run_bounded(
+        "status-ended",
+        &["status", &job_id, "--jobmanager", &address],
+        dir.path(),
+        limit,
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("FINISHED  {job_id}  {name}  4 tasks  ")),
+        "{stdout}"
+    );
+    let (status, stdout, stderr) = run_bounded(
+        "status-json",
+        &[
+            "status",
+            &job_id,
+            "--jobmanager",
+            &address,
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        limit,
+    );
+    assert!(status.success(), "{stderr}");
+    let shown = json(&stdout, &stderr);
+    assert_eq!(shown["status"], "FINISHED", "{shown}");
+    assert_eq!(shown["name"], name, "{shown}");
+    assert_eq!(shown["report"], report, "the report wait printed");
+
+    // CONFLUX_JOBMANAGER stands for --jobmanager; cancelling an ended job is a failure.
+    let mut cancel = Command::new(env!("CARGO_BIN_EXE_conflux"))
+        .args(["cancel", &job_id])
+        .env("CONFLUX_JOBMANAGER", &address)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts conflux cancel");
+    let deadline = Instant::now() + limit;
+    while cancel.try_wait().expect("try_wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = cancel.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = cancel.wait_with_output().expect("conflux cancel's output");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "job {job_id} already ended FINISHED: nothing to cancel"
+        )),
+        "{stderr}"
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    for (command, id, code, message) in [
+        (
+            "status",
+            "00000000000000000000000000000000",
+            1,
+            "no job 0000",
+        ),
+        ("wait", "00000000000000000000000000000000", 1, "no job 0000"),
+        ("status", "xyz", 2, "\"xyz\" is not a job id"),
+        ("wait", "xyz", 2, "\"xyz\" is not a job id"),
+    ] {
+        let (status, _, stderr) = run_bounded(
+            "bad",
+            &[command, id, "--jobmanager", &address],
+            dir.path(),
+            limit,
+        );
+        assert_eq!(status.code(), Some(code), "{command} {id}: {stderr}");
+        assert!(stderr.contains(message), "{command} {id}: {stderr}");
+    }
+    tm.kill();
+    jm.kill();
+}

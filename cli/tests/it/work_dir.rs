@@ -268,6 +268,16 @@ fn a_hung_up_cluster_cleans_up_and_a_killed_one_is_swept_by_the_next() {
             assert_eq!(entries(tmp.path()), Vec::<String>::new());
         } else {
             assert!(dir.exists(), "a SIGKILL leaves the directory");
+            // Its TaskManagers see their standard input close and exit on their own; until
+            // they have, the directory is still theirs (a loaded machine takes a while).
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while orphans_of(&dir) {
+                assert!(
+                    Instant::now() < deadline,
+                    "TaskManagers of a killed cluster still run"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
     let mut next = Proc::start_with_tmpdir(
@@ -287,4 +297,13 @@ fn a_hung_up_cluster_cleans_up_and_a_killed_one_is_swept_by_the_next() {
     let status = next.wait(Duration::from_secs(60));
     assert!(status.success(), "{}", next.log());
     assert_eq!(entries(tmp.path()), Vec::<String>::new());
+}
+
+/// Whether a process whose command line names `dir` still runs (a killed cluster's children).
+fn orphans_of(dir: &Path) -> bool {
+    Command::new("pgrep")
+        .args(["-f", &dir.to_string_lossy()])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }

@@ -31,7 +31,6 @@ mod analyses;
 mod answers;
 mod api_error;
 mod config;
-mod connections;
 mod plans;
 mod query;
 mod state;
@@ -173,8 +172,13 @@ pub async fn serve(
     config: ServiceConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let limits = connections::Limits::of(&config);
-    connections::serve(listener, router(config), limits, shutdown).await
+    let limits = conflux_http::Limits::new(
+        config.header_read_timeout,
+        config.idle_timeout,
+        config.max_connections,
+    );
+    let open = conflux_http::OpenConnections::default();
+    conflux_http::serve(listener, router(config), limits, open, shutdown).await
 }
 
 /// A service running on a thread of its own with its own tokio runtime (for the CLI, tests and

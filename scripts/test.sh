@@ -11,6 +11,9 @@
 #   Chromium      the browser the plan viewer's test drives headless (installed with
 #                 `apt-get install chromium` where apt-get exists; or CHROMIUM=/path/to/chromium;
 #                 CONFLUX_SKIP_BROWSER=1 skips that test)
+#   Flink 1.20.3  its CLI and Java 17, for the test that runs Flink's own client against the
+#                 REST API (jars fetched from PyPI into $CONFLUX_CACHE, Java with apt-get; or
+#                 FLINK_LIB_DIR=/path/to/deps/lib; CONFLUX_SKIP_FLINK=1 skips the download)
 #   schemathesis  the OpenAPI fuzzer run against `conflux serve` (installed with pip into
 #                 $CONFLUX_CACHE/schemathesis, default ~/.cache/conflux/schemathesis; or
 #                 SCHEMATHESIS=/path/to/st; CONFLUX_SKIP_SCHEMATHESIS=1 skips that test)
@@ -62,22 +65,46 @@ if [ "${CONFLUX_SKIP_SCHEMATHESIS:-}" != 1 ] && [ -z "${SCHEMATHESIS:-}" ]; then
   if [ -n "${SCHEMATHESIS:-}" ]; then export SCHEMATHESIS; fi
 fi
 
-# Flink's own CLI (runtime/tests/it/flink_cli.rs) needs Java 17 and Flink 1.20.3's jars; without
-# them that test says SKIPPED and passes. FLINK_LIB_DIR names the directory holding
-# flink-dist-1.20.3.jar: the deps/lib directory of PyPI's source package, e.g.
-#   pip download --no-deps --no-binary :all: apache-flink-libraries==1.20.3 -d ~/.cache/conflux
-#   tar -xzf ~/.cache/conflux/apache-flink-libraries-1.20.3.tar.gz -C ~/.cache/conflux
-# and `apt-get install openjdk-17-jre-headless` for Java. The extracted cache is used when
-# FLINK_LIB_DIR is not set.
-if [ -z "${FLINK_LIB_DIR:-}" ]; then
-  cached="${HOME:-/root}/.cache/conflux/apache-flink-libraries-1.20.3/deps/lib"
-  if [ -f "$cached/flink-dist-1.20.3.jar" ]; then
-    export FLINK_LIB_DIR="$cached"
-  else
-    echo "FLINK_LIB_DIR not set and $cached missing: the Flink CLI test will be skipped (see scripts/test.sh)"
+# Flink's own CLI (runtime/tests/it/flink_cli.rs) needs Java 17 and Flink 1.20.3's jars.
+# FLINK_LIB_DIR names the directory holding flink-dist-1.20.3.jar (the deps/lib directory of
+# PyPI's `apache-flink-libraries==1.20.3` source package). When it is not set, the jars are
+# fetched once from PyPI into $cache (about 230 MB downloaded, 200 MB kept) and Java is
+# installed with apt-get where it exists; when either cannot be had, that test says SKIPPED
+# and passes (CONFLUX_SKIP_FLINK=1 skips the download).
+if [ -z "${FLINK_LIB_DIR:-}" ] && [ "${CONFLUX_SKIP_FLINK:-}" != 1 ]; then
+  flink_lib="$cache/apache-flink-libraries-1.20.3/deps/lib"
+  if [ ! -f "$flink_lib/flink-dist-1.20.3.jar" ]; then
+    echo "Flink 1.20.3's jars not found: fetching apache-flink-libraries 1.20.3 from PyPI into $cache"
+    mkdir -p "$cache"
+    python3 - "$cache" <<'PY' || echo "test.sh: could not fetch Flink's jars: the Flink CLI test is skipped (set FLINK_LIB_DIR to run it)" >&2
+import hashlib, html, pathlib, re, sys, tarfile, urllib.request
+cache = pathlib.Path(sys.argv[1])
+index = urllib.request.urlopen("https://pypi.org/simple/apache-flink-libraries/", timeout=60).read().decode()
+url = html.unescape(re.search(r'href="([^"]*/apache[-_]flink[-_]libraries-1\.20\.3\.tar\.gz#sha256=[0-9a-f]+)"', index).group(1))
+url, sha256 = url.split("#sha256=")
+archive = cache / "apache-flink-libraries-1.20.3.tar.gz"
+urllib.request.urlretrieve(url, archive)
+digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+if digest != sha256:
+    archive.unlink()
+    sys.exit(f"sha256 {digest} of {url} is not PyPI's {sha256}")
+with tarfile.open(archive) as tar:
+    members = [m for m in tar.getmembers() if "/deps/lib/" in m.name and m.isfile()]
+    try:
+        tar.extractall(cache, members=members, filter="data")
+    except TypeError:  # Python before 3.12 (and its backports) has no filter
+        tar.extractall(cache, members=members)
+archive.unlink()
+PY
   fi
+  if [ -f "$flink_lib/flink-dist-1.20.3.jar" ]; then export FLINK_LIB_DIR="$flink_lib"; fi
 fi
-if ! command -v java >/dev/null 2>&1; then
-  echo "java not found on PATH: the Flink CLI test will be skipped (apt-get install openjdk-17-jre-headless)"
+if [ -n "${FLINK_LIB_DIR:-}" ] && ! command -v java >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  echo "java not found on PATH: installing it (apt-get install openjdk-17-jre-headless)"
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  { $sudo apt-get update -qq \
+      && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless; } \
+    || echo "test.sh: apt-get could not install Java 17: the Flink CLI test is skipped" >&2
 fi
 cargo test --workspace --locked "$@"

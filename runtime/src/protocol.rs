@@ -18,10 +18,11 @@ use serde::{Deserialize, Serialize};
 pub use crate::secret::Secret;
 
 /// The version of this protocol. A peer of another version is refused at the handshake.
-/// Version 4: heartbeat connections carry their TaskManager's registration secret, task
-/// submissions their job's data secret, and the welcome names the jobs whose partitions a
-/// TaskManager keeps.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// Version 5: heartbeat connections carry their TaskManager's registration secret, task
+/// submissions their job's data secret, the welcome names the jobs whose partitions a
+/// TaskManager keeps, and task metrics carry the bytes read (versions 3 and 4 named builds
+/// with only some of these).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";

@@ -1,7 +1,9 @@
-//! The planning service against its own OpenAPI document: `schemathesis` (PyPI) generates
-//! requests from `GET /v1/openapi.json` and checks every answer of a real `conflux serve` on a
-//! free loopback port: no 5xx, and every response within its documented status codes and
-//! schema. A bounded number of examples per operation, seeded, so the run takes seconds.
+//! The planning service and the JobManager's REST API against their own OpenAPI documents:
+//! `schemathesis` (PyPI) generates requests from `GET /v1/openapi.json` and checks every answer
+//! of a real `conflux serve`, and of a real `conflux jobmanager` with a TaskManager and a
+//! finished job, on free loopback ports: no 5xx, and every response within its documented status
+//! codes, content type and schema. A bounded number of examples per operation, seeded, so each
+//! run takes seconds.
 //!
 //! schemathesis is found as `$SCHEMATHESIS`, else `st` on the PATH; `scripts/test.sh` installs
 //! it with pip into a cache directory when it is missing, and sets
@@ -9,8 +11,11 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::cluster::{json, list, run_bounded, start_jobmanager, start_taskmanager, word_count};
 
 /// A child process killed and reaped when dropped.
 struct Reaped(Child);
@@ -97,16 +102,81 @@ fn the_planning_service_answers_within_its_openapi_document() {
         assert!(answer.contains(&format!("\"id\":\"{id}\"")), "{answer}");
     }
     let work = tempfile::tempdir().expect("tempdir");
-    let log = work.path().join("schemathesis.log");
+    run_schemathesis(&st, &base, work.path());
+}
+
+/// The JobManager's REST API (Flink's) against its own OpenAPI document: a real `conflux
+/// jobmanager` with one TaskManager and one finished job, whose id schemathesis uses for
+/// `{jobid}` (in `schemathesis.toml`) so that the job endpoints answer real bodies, not only 404s.
+#[test]
+fn the_jobmanager_rest_api_answers_within_its_openapi_document() {
+    if std::env::var("CONFLUX_SKIP_SCHEMATHESIS").as_deref() == Ok("1") {
+        eprintln!("skipped: CONFLUX_SKIP_SCHEMATHESIS=1 (set SCHEMATHESIS=/path/to/st to run it)");
+        return;
+    }
+    let st = schemathesis();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 2, "blocking");
+    let (mut jm, address) = start_jobmanager("jm", "127.0.0.1:0", dir.path());
+    let _tm = start_taskmanager("tm", &address, 2, dir.path());
+    let log = jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    let base = log
+        .split("REST API ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .expect("the REST API's URL after 'REST API '")
+        .to_owned();
+    assert!(base.starts_with("http://127.0.0.1:"), "{base}");
+    let (status, stdout, stderr) = run_bounded(
+        "submit",
+        &[
+            "submit",
+            &file,
+            "--jobmanager",
+            &address,
+            "--detached",
+            "--task-duration-ms",
+            "0",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    let job_id = json(&stdout, &stderr)["job_id"]
+        .as_str()
+        .expect("job_id")
+        .to_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while list(&address, dir.path()) != vec![(job_id.clone(), "FINISHED".to_owned())] {
+        assert!(Instant::now() < deadline, "the job does not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let work = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        work.path().join("schemathesis.toml"),
+        format!("[parameters]\n\"path.jobid\" = \"{job_id}\"\n"),
+    )
+    .expect("schemathesis.toml");
+    run_schemathesis(&st, &base, work.path());
+}
+
+/// Runs schemathesis `st` against the OpenAPI document at `base`/v1/openapi.json (in `work`,
+/// where Hypothesis keeps its database and a `schemathesis.toml` there is read) with the checks
+/// no 5xx, documented status codes, content types and schemas; panics showing its log when it
+/// finds a problem or runs longer than [`LIMIT`].
+fn run_schemathesis(st: &str, base: &str, work: &Path) {
+    let log = work.join("schemathesis.log");
     let log_file = std::fs::File::create(&log).expect("log file");
     let started = Instant::now();
     let mut run = Reaped(
-        Command::new(&st)
+        Command::new(st)
             .args([
                 "run",
                 &format!("{base}/v1/openapi.json"),
                 "--url",
-                &base,
+                base,
                 "--checks",
                 "not_a_server_error,status_code_conformance,content_type_conformance,\
                  response_schema_conformance",
@@ -123,7 +193,7 @@ fn the_planning_service_answers_within_its_openapi_document() {
                 "--no-color",
             ])
             // Hypothesis keeps its example database in the working directory.
-            .current_dir(work.path())
+            .current_dir(work)
             .stdout(log_file.try_clone().expect("log file"))
             .stderr(log_file)
             .spawn()

@@ -248,9 +248,19 @@ fn a_job_that_cannot_write_fails_at_once_and_is_not_verified() {
 #[test]
 fn a_task_manager_says_what_it_retries() {
     let dir = tempfile::tempdir().expect("tempdir");
+    // Its working directory inside the test's: the SIGKILL below leaves it behind.
+    let data = dir.path().join("tm-data");
     let mut tm = Proc::start(
         "tm",
-        &["taskmanager", "--jobmanager", "127.0.0.1:1", "--slots", "1"],
+        &[
+            "taskmanager",
+            "--jobmanager",
+            "127.0.0.1:1",
+            "--slots",
+            "1",
+            "--data-dir",
+            data.to_str().expect("utf-8"),
+        ],
         dir.path(),
         false,
     );

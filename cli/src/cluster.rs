@@ -19,8 +19,7 @@ use crate::output;
 use crate::work_dir::{self, Kind, OnSignal, WorkDir};
 use crate::{Failure, Format};
 pub(crate) use args::{
-    CancelArgs, ClusterArgs, JobManagerArgs, ListArgs, StatusArgs, SubmitArgs, TaskManagerArgs,
-    WaitArgs,
+    CancelArgs, ClusterArgs, JobManagerArgs, JobQueryArgs, ListArgs, SubmitArgs, TaskManagerArgs,
 };
 
 fn tokio_runtime() -> Result<tokio::runtime::Runtime, Failure> {
@@ -281,7 +280,7 @@ fn ended(status: &str) -> bool {
 /// `conflux status`: the job's row of the JobManager's job table (`list`), and for an ended
 /// job its report (a wait on an ended job answers at once). Exit 1 for a job the JobManager
 /// does not know (never submitted, or gone from its job history).
-pub(crate) fn status(args: &StatusArgs) -> Result<(), Failure> {
+pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
     let address = &args.jobmanager;
     let runtime = tokio_runtime()?;
@@ -332,7 +331,7 @@ pub(crate) fn status(args: &StatusArgs) -> Result<(), Failure> {
 
 /// `conflux wait`: blocks until the job ends and prints its report as attached `submit` does;
 /// exit 1 when it did not finish (or its output is wrong), or the JobManager does not know it.
-pub(crate) fn wait(args: &WaitArgs) -> Result<(), Failure> {
+pub(crate) fn wait(args: &JobQueryArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
     let address = &args.jobmanager;
     let runtime = tokio_runtime()?;

@@ -97,9 +97,9 @@ enum Command {
     Cancel(cluster::CancelArgs),
     /// Print a job's state (first word: QUEUED, RUNNING, FINISHED, FAILED or CANCELED) and
     /// what the JobManager knows of it.
-    Status(cluster::StatusArgs),
+    Status(cluster::JobQueryArgs),
     /// Wait for a job's end and print its report, as attached `submit` does.
-    Wait(cluster::WaitArgs),
+    Wait(cluster::JobQueryArgs),
     /// Run a job on a local cluster: a JobManager here and TaskManager processes on loopback.
     Cluster(cluster::ClusterArgs),
     /// Inspect, edit, diff and check plans.

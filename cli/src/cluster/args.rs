@@ -391,25 +391,9 @@ pub(crate) struct CancelArgs {
     pub(crate) token: Option<String>,
 }
 
-/// `conflux status`.
+/// `conflux status` and `conflux wait`: one job on one JobManager.
 #[derive(clap::Args)]
-pub(crate) struct StatusArgs {
-    /// The job's id (32 hex digits, as `submit` and `list` print it).
-    pub(crate) job_id: String,
-    /// The JobManager's HOST:PORT.
-    #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
-    pub(crate) jobmanager: String,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
-    /// Output format.
-    #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
-    pub(crate) format: Format,
-}
-
-/// `conflux wait`.
-#[derive(clap::Args)]
-pub(crate) struct WaitArgs {
+pub(crate) struct JobQueryArgs {
     /// The job's id (32 hex digits, as `submit` and `list` print it).
     pub(crate) job_id: String,
     /// The JobManager's HOST:PORT.

@@ -159,7 +159,7 @@ pub static KEYS: &[Key] = &[
     key("slow-task-detector.execution-time.baseline-ratio", Float, "0.75", &[J, C, R], "slow-task-baseline-ratio", "Share of finished tasks before any is slow"),
     key("slow-task-detector.execution-time.baseline-multiplier", Float, "1.5", &[J, C, R], "slow-task-baseline-multiplier", "Slow past the median time times this"),
     // Conflux's own.
-    key("conflux.token", Secret, "", &[J, T, S], "token", "Shared secret of the JobManager (never shown)"),
+    key("conflux.token", Secret, "", &[J, T, C, S], "token", "Shared secret of the JobManager (never shown)"),
     key("conflux.jobmanager.advertised-address", Text, "", &[J], "advertised-address", "Host TaskManagers use to reach the blob server"),
     key("conflux.max-connections", Int, "", &[J], "max-connections", "Connections accepted at once"),
     key("conflux.scheduler.work-budget", Int, "131072", &[J, C], "scheduler-work-budget", "Region work of one scheduler call before it yields"),

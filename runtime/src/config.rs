@@ -159,6 +159,11 @@ pub struct JobManagerConfig {
     /// tells which), so that JobManagers embedded side by side never collide; `conflux
     /// jobmanager` defaults to Flink's `rest.port`, 8081.
     pub rest_address: Option<SocketAddr>,
+    /// The web pages at `/` beside the REST API: `None` for Conflux's live job view
+    /// (`conflux-web`), else a directory of static files, Flink's dashboard (the `web/` folder
+    /// of Flink's `flink-dist` jar), served as Flink's `web.*` settings would; it must hold an
+    /// `index.html`.
+    pub web_ui_dir: Option<PathBuf>,
 }
 
 impl JobManagerConfig {
@@ -179,6 +184,7 @@ impl JobManagerConfig {
             max_job_memory_bytes: DEFAULT_MAX_JOB_MEMORY_BYTES,
             job_history: JobHistory::default(),
             rest_address: Some(SocketAddr::new(address.ip(), 0)),
+            web_ui_dir: None,
         }
     }
 }

@@ -75,7 +75,8 @@ function renderTaskManagers(tms) {
     tr.append(el('td', { class: 'id' }, t.id), el('td', {}, t.path),
       el('td', { class: 'slots num' }, String(t.slotsNumber)),
       el('td', { class: 'free num' }, String(t.freeSlots)),
-      el('td', { class: 'num' }, `${t.timeSinceLastHeartbeat} ms ago`));
+      // Flink's timeSinceLastHeartbeat is the time of the last heartbeat, epoch ms.
+      el('td', {}, time(t.timeSinceLastHeartbeat)));
     body.append(tr);
   }
 }

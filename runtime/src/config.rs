@@ -163,6 +163,11 @@ pub struct JobManagerConfig {
     /// environment, `config.yaml`), secrets already hidden: `/jobmanager/config` lists it,
     /// with the addresses the JobManager actually bound in place of the configured ones.
     pub configuration: Vec<(String, String)>,
+    /// The web pages at `/` beside the REST API: `None` for Conflux's live job view
+    /// (`conflux-web`), else a directory of static files, Flink's dashboard (the `web/` folder
+    /// of Flink's `flink-dist` jar), served as Flink's `web.*` settings would; it must hold an
+    /// `index.html`.
+    pub web_ui_dir: Option<PathBuf>,
 }
 
 impl JobManagerConfig {
@@ -184,6 +189,7 @@ impl JobManagerConfig {
             job_history: JobHistory::default(),
             rest_address: Some(SocketAddr::new(address.ip(), 0)),
             configuration: Vec::new(),
+            web_ui_dir: None,
         }
     }
 }

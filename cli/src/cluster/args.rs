@@ -181,6 +181,11 @@ pub(crate) struct JobManagerArgs {
     /// Port of the REST API (Flink's `rest.port`); 0 picks a free port, printed at start.
     #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 8081)]
     pub(crate) rest_port: u16,
+    /// Serve Flink's web dashboard from DIR at `/` beside the REST API: the `web/` folder of
+    /// Flink 1.20's flink-dist jar (`unzip flink-dist-1.20.3.jar 'web/*'`). Default: Conflux's
+    /// live job view.
+    #[arg(help_heading = crate::headings::SERVER, long, value_name = "DIR", value_parser = Utf8Path)]
+    pub(crate) web_ui_dir: Option<PathBuf>,
     /// Seed of injected RPC drops.
     #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0)]
     pub(crate) seed: u64,
@@ -291,6 +296,7 @@ impl JobManagerArgs {
             self.address.ip(),
             self.rest_port,
         )?);
+        config.web_ui_dir.clone_from(&self.web_ui_dir);
         Ok(config)
     }
 }

@@ -8,6 +8,7 @@ mod checkpoint_script;
 mod cluster;
 mod cluster_limits;
 mod config;
+mod dashboards;
 mod jobs;
 mod limits;
 mod logging;

@@ -443,7 +443,10 @@ fn plan_viewer_fits_a_200_vertex_plan_without_overlapping_labels_in_chromium() {
     // The buttons zoom and fit again; the wheel zooms.
     page.eval("document.getElementById('zoom-in').click(); true");
     let zoomed = page.eval(SCALE).as_f64().expect("scale");
-    assert!((zoomed / fitted - 1.25).abs() < 5e-3, "{fitted} -> {zoomed}");
+    assert!(
+        (zoomed / fitted - 1.25).abs() < 5e-3,
+        "{fitted} -> {zoomed}"
+    );
     page.eval(
         "document.getElementById('graph').dispatchEvent(new WheelEvent('wheel', {deltaY: -200, clientX: 800, clientY: 400, bubbles: true, cancelable: true})); true",
     );
@@ -492,11 +495,14 @@ fn plan_viewer_fits_a_200_vertex_plan_without_overlapping_labels_in_chromium() {
     assert_eq!(status, 201, "{created}");
     let wide_id = created["id"].as_str().expect("id").to_owned();
     page.navigate(&format!("{base}/?plan={wide_id}"));
-    page.wait_for(&format!("location.search === '?plan={wide_id}' && {RENDERED}"));
+    page.wait_for(&format!(
+        "location.search === '?plan={wide_id}' && {RENDERED}"
+    ));
     let flag = page.wait_for("document.querySelector('tr.flag')?.textContent");
     assert!(
-        flag.as_str().is_some_and(|f| f.contains("vertex 'b'")
-            && f.contains("taskmanager.memory.network.fraction")),
+        flag.as_str().is_some_and(
+            |f| f.contains("vertex 'b'") && f.contains("taskmanager.memory.network.fraction")
+        ),
         "{flag}"
     );
     let group = page.eval(
@@ -504,9 +510,9 @@ fn plan_viewer_fits_a_200_vertex_plan_without_overlapping_labels_in_chromium() {
     );
     assert!(
         group[0][0] == "rebalance_to_rescale"
-            && group[0][1]
-                .as_str()
-                .is_some_and(|t| t.starts_with("2 edges could be RESCALE") && t.ends_with("Apply all")),
+            && group[0][1].as_str().is_some_and(
+                |t| t.starts_with("2 edges could be RESCALE") && t.ends_with("Apply all")
+            ),
         "{group}"
     );
     page.eval("document.querySelector('li[data-kind=rebalance_to_rescale] button.apply-all').click(); true");
@@ -516,6 +522,7 @@ fn plan_viewer_fits_a_200_vertex_plan_without_overlapping_labels_in_chromium() {
     );
     // Both plans are listed, each opening on click.
     page.wait_for("document.querySelectorAll('#plans li').length === 2");
-    let listed = page.eval("[...document.querySelectorAll('#plans li')].map((li) => li.dataset.plan)");
+    let listed =
+        page.eval("[...document.querySelectorAll('#plans li')].map((li) => li.dataset.plan)");
     assert_eq!(listed, json!([id, wide_id]));
 }

@@ -31,7 +31,15 @@ const PASSES: usize = 4;
 
 /// Where ranks go: sources on the left (Flink's dashboard) or on top.
 #[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+    Clone,
+    Copy,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    serde::Serialize,
+    serde::Deserialize,
+    utoipa::ToSchema,
 )]
 pub enum Direction {
     /// Ranks left to right (as Flink's dashboard).
@@ -121,7 +129,11 @@ pub fn lay_out(
     direction: Direction,
 ) -> Layout {
     let n = nodes.len();
-    let step = if edges.iter().any(|e| e.2.is_some()) { 2 } else { 1 };
+    let step = if edges.iter().any(|e| e.2.is_some()) {
+        2
+    } else {
+        1
+    };
     let ranks = longest_path_ranks(n, edges, step);
     let rank_count = ranks.iter().max().map_or(0, |r| r + 1);
 

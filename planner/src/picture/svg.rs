@@ -96,7 +96,13 @@ pub(super) fn render(scene: &Scene<'_>, drawing: &Drawing) -> String {
 fn path(points: &[Point]) -> String {
     let mut d = String::with_capacity(16 * points.len());
     for (i, p) in points.iter().enumerate() {
-        let _ = write!(d, "{}{:.1},{:.1}", if i == 0 { "M" } else { " L" }, p.x, p.y);
+        let _ = write!(
+            d,
+            "{}{:.1},{:.1}",
+            if i == 0 { "M" } else { " L" },
+            p.x,
+            p.y
+        );
     }
     d
 }

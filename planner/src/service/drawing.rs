@@ -61,11 +61,9 @@ pub(super) async fn layout(
                 ..Options::default()
             };
             picture::drawing(&job, &options).map_err(|e| match e {
-                PictureError::TooLarge { .. } => ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "too_large",
-                    e.to_string(),
-                ),
+                PictureError::TooLarge { .. } => {
+                    ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "too_large", e.to_string())
+                }
                 e => ApiError::new(StatusCode::BAD_REQUEST, "bad_plan", e.to_string()),
             })
         })

@@ -287,13 +287,19 @@ fn drawing_of_a_200_vertex_plan_has_no_overlapping_boxes() {
         let mut boxes: Vec<_> = d.vertices.iter().map(|v| v.rect).collect();
         boxes.extend(d.edges.iter().map(|e| e.label_rect.expect("placed")));
         for (i, a) in boxes.iter().enumerate() {
-            assert!(a.x >= 0.0 && a.y >= 0.0 && a.x + a.width <= d.width && a.y + a.height <= d.height);
+            assert!(
+                a.x >= 0.0 && a.y >= 0.0 && a.x + a.width <= d.width && a.y + a.height <= d.height
+            );
             for b in &boxes[i + 1..] {
                 assert!(!a.intersects(b), "{direction:?}: {a:?} and {b:?} overlap");
             }
         }
-        let on = |r: &conflux_planner::picture::layout::Rect, p: &conflux_planner::picture::layout::Point| {
-            p.x >= r.x - 1e-6 && p.x <= r.x + r.width + 1e-6 && p.y >= r.y - 1e-6 && p.y <= r.y + r.height + 1e-6
+        let on = |r: &conflux_planner::picture::layout::Rect,
+                  p: &conflux_planner::picture::layout::Point| {
+            p.x >= r.x - 1e-6
+                && p.x <= r.x + r.width + 1e-6
+                && p.y >= r.y - 1e-6
+                && p.y <= r.y + r.height + 1e-6
         };
         for (e, line) in job.edges().iter().zip(&d.edges) {
             let first = line.points.first().expect("points");
@@ -303,7 +309,9 @@ fn drawing_of_a_200_vertex_plan_has_no_overlapping_boxes() {
         }
         // Ranks by longest path: layer k of the generator is rank 2k (labels between).
         for v in &d.vertices {
-            let layer: usize = v.id[1..v.id.find('v').expect("l<k>v<j>")].parse().expect("layer");
+            let layer: usize = v.id[1..v.id.find('v').expect("l<k>v<j>")]
+                .parse()
+                .expect("layer");
             assert_eq!(v.rank, 2 * layer, "{}", v.id);
         }
     }

@@ -451,9 +451,10 @@ fn stats(
             );
             let _ = writeln!(
                 out,
-                "regions {} (largest {} execution vertices)",
+                "scheduling regions {} (largest {} execution vertices), logical regions {}",
                 thousands(s.regions.count as u64),
-                thousands(u64::from(s.regions.largest))
+                thousands(u64::from(s.regions.largest)),
+                thousands(s.regions.logical as u64)
             );
             let _ = writeln!(
                 out,
@@ -483,6 +484,9 @@ fn stats(
             }
             for sug in &s.suggestions {
                 let _ = writeln!(out, "suggestion: {}", sug.message);
+            }
+            for flag in &s.flags {
+                let _ = writeln!(out, "impossible: {}", flag.message);
             }
             output::print(&out)
         }

@@ -403,9 +403,9 @@ fn reduce_crossings(layers: &mut [Vec<usize>], up: &[Vec<usize>], down: &[Vec<us
     let mut best = layers.to_vec();
     let mut best_crossings = crossings(layers, down, &position);
     for _ in 0..SWEEPS {
-        for r in 1..layers.len() {
-            sort_by_barycentre(&mut layers[r], up, &position);
-            for (p, &i) in layers[r].iter().enumerate() {
+        for layer in layers.iter_mut().skip(1) {
+            sort_by_barycentre(layer, up, &position);
+            for (p, &i) in layer.iter().enumerate() {
                 position[i] = p;
             }
         }
@@ -500,8 +500,8 @@ fn coordinates(
         }
     }
     for _ in 0..PASSES {
-        for r in 1..layers.len() {
-            place(&layers[r], up, breadth, &mut x);
+        for layer in layers.iter().skip(1) {
+            place(layer, up, breadth, &mut x);
         }
         for r in (0..layers.len().saturating_sub(1)).rev() {
             place(&layers[r], down, breadth, &mut x);

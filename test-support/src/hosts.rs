@@ -337,6 +337,8 @@ impl Hosts {
         direction: Direction,
         fraction: f64,
     ) -> Result<Fault, HostsError> {
+        // Clamped to 0 ..= 1,000,000 first: the cast neither truncates nor loses a sign.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let per_million = (fraction.clamp(0.0, 1.0) * 1e6).round() as u64;
         let rule = format!("numgen random mod 1000000 < {per_million} drop");
         let rules = hooks(direction, &rule, &rule);
@@ -728,6 +730,7 @@ pub fn log_path(dir: &Path, label: &str) -> PathBuf {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a panic is the wanted failure in tests
 mod tests {
     use super::*;
 

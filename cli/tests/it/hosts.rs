@@ -7,6 +7,9 @@
 //! runs with `--restart-attempts 10` (Flink's default without checkpointing restarts nothing).
 //! Without root, `ip`, `nft` or `tc` each test prints why it is skipped and passes.
 
+// A panic is the wanted failure in these tests.
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

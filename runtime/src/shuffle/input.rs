@@ -335,6 +335,7 @@ async fn read_from(
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a panic is the wanted failure in tests
 mod tests {
     use super::*;
 
@@ -358,10 +359,9 @@ mod tests {
             retries: Arc::default(),
             welcome_timeout: ms(1),
         };
-        let waits: Vec<u64> = (1..9)
-            .map(|n| backoff_before(&settings, n).as_millis() as u64)
-            .collect();
-        assert_eq!(waits, [100, 200, 400, 800, 1_600, 3_200, 6_400, 10_000]);
+        let waits: Vec<Duration> = (1..9).map(|n| backoff_before(&settings, n)).collect();
+        let expected = [100, 200, 400, 800, 1_600, 3_200, 6_400, 10_000].map(ms);
+        assert_eq!(waits, expected);
     }
 
     /// A producer nobody listens for: every try after the first is a counted retry, and the

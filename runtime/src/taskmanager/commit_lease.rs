@@ -86,6 +86,7 @@ impl CommitLease {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // a panic is the wanted failure in tests
 mod tests {
     use super::*;
 

@@ -141,6 +141,8 @@ pub fn router(config: ServiceConfig) -> Router {
     let (legacy, _) = api().split_for_parts();
     documented
         .merge(legacy)
+        // Conflux's live job view, for a JobManager named by `?jobmanager=URL`.
+        .merge(conflux_web::live_assets())
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,

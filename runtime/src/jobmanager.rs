@@ -103,6 +103,10 @@ pub enum JobManagerError {
     /// The JobManager is shutting down.
     #[error("the JobManager is shutting down")]
     ShuttingDown,
+    /// [`JobManagerConfig::web_ui_dir`](crate::JobManagerConfig::web_ui_dir) holds no
+    /// dashboard.
+    #[error(transparent)]
+    WebUi(#[from] conflux_web::WebUiDirError),
 }
 
 /// A TaskManager as the JobManager sees it.
@@ -182,8 +186,16 @@ impl JobManager {
     ///
     /// # Errors
     /// [`JobManagerError::Bind`] when the address is taken, [`JobManagerError::Blob`] when the
-    /// blob directory cannot be used.
+    /// blob directory cannot be used, [`JobManagerError::WebUi`] when
+    /// [`JobManagerConfig::web_ui_dir`](crate::JobManagerConfig::web_ui_dir) has no
+    /// `index.html`.
     pub async fn start(config: JobManagerConfig) -> Result<JobManager, JobManagerError> {
+        // The web pages beside the API (Flink's dashboard from a directory, or Conflux's own),
+        // checked before anything starts.
+        let web = match &config.web_ui_dir {
+            Some(dir) => Some(conflux_web::flink_dashboard(dir)?),
+            None => None,
+        };
         let listener =
             TcpListener::bind(config.address)
                 .await
@@ -259,9 +271,13 @@ impl JobManager {
             .map_err(|source| JobManagerError::Bind { address, source })?;
         let rest = rest_listener.map(|listener| {
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            let router = conflux_rest::router(Arc::new(rest_backend::JobManagerRest::new(
+            let api = conflux_rest::router(Arc::new(rest_backend::JobManagerRest::new(
                 Arc::clone(&shared),
             )));
+            let router = match web {
+                Some(dashboard) => api.fallback_service(dashboard),
+                None => api.merge(conflux_web::live_view()),
+            };
             let task = tokio::spawn(async move {
                 let served = conflux_http::serve(
                     listener,

@@ -8,6 +8,8 @@ mod checkpoint_script;
 mod cluster;
 mod cluster_limits;
 mod hosts;
+mod config;
+mod dashboards;
 mod jobs;
 mod limits;
 mod logging;

@@ -24,7 +24,7 @@ use crate::support::fixture;
 const WAIT: Duration = Duration::from_secs(60);
 
 /// A child process killed and reaped when dropped.
-struct Reaped(Child);
+pub(crate) struct Reaped(pub(crate) Child);
 
 impl Drop for Reaped {
     fn drop(&mut self) {
@@ -33,7 +33,7 @@ impl Drop for Reaped {
     }
 }
 
-fn chromium() -> String {
+pub(crate) fn chromium() -> String {
     if let Ok(path) = std::env::var("CHROMIUM") {
         return path;
     }
@@ -69,7 +69,7 @@ fn serve() -> (Reaped, String) {
 }
 
 /// One HTTP request to the service: `(status, body as JSON)`.
-fn http(base: &str, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
+pub(crate) fn http(base: &str, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
     let addr = base.trim_start_matches("http://");
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(WAIT)).expect("timeout");
@@ -89,7 +89,7 @@ fn http(base: &str, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
 
 /// A Chrome DevTools Protocol connection to one page (a flattened session of the browser's
 /// connection).
-struct Page {
+pub(crate) struct Page {
     socket: WebSocket<MaybeTlsStream<TcpStream>>,
     session: Option<String>,
     next_id: u64,
@@ -99,7 +99,7 @@ struct Page {
 
 impl Page {
     /// Starts headless Chromium on a free port and opens a blank page.
-    fn open() -> Page {
+    pub(crate) fn open() -> Page {
         let profile = tempfile::tempdir().expect("profile dir");
         let mut child = Command::new(chromium())
             .args([
@@ -153,7 +153,7 @@ impl Page {
     }
 
     /// Sends a command and waits for its answer (events in between are skipped).
-    fn send(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn send(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -185,12 +185,12 @@ impl Page {
         }
     }
 
-    fn navigate(&mut self, url: &str) {
+    pub(crate) fn navigate(&mut self, url: &str) {
         self.send("Page.navigate", json!({"url": url}));
     }
 
     /// The value of a JavaScript expression (promises awaited).
-    fn eval(&mut self, expression: &str) -> Value {
+    pub(crate) fn eval(&mut self, expression: &str) -> Value {
         let r = self.send(
             "Runtime.evaluate",
             json!({"expression": expression, "awaitPromise": true, "returnByValue": true}),

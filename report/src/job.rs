@@ -95,6 +95,14 @@ pub struct JobReport {
     pub heartbeat_timeouts: Option<u64>,
     /// Task submissions not acknowledged within the RPC timeout (`null` for `run`: no RPC).
     pub rpc_timeouts: Option<u64>,
+    /// TaskManagers that registered again while the job ran: a process that the JobManager
+    /// lost, or that lost the JobManager (a cut link, missed heartbeats), registering anew
+    /// once it reached the JobManager again (`null` for `run`: no registrations).
+    pub re_registrations: Option<u64>,
+    /// Partition requests the job's consumers tried again after a failed one, with Flink's
+    /// back-off (`taskmanager.network.request-backoff.*`), before reading their data or
+    /// failing with partition-not-found (`null` for `run`: no data plane).
+    pub partition_request_retries: Option<u64>,
     /// The longest heartbeat round trip while the job ran, ms; `null` when none was measured
     /// (and for `run`).
     #[serde(serialize_with = "round::serialize_option")]

@@ -231,7 +231,26 @@ pub struct TaskManagerConfig {
     /// Where it serves its Prometheus metrics (`GET /metrics`): `None` (the default) for
     /// nowhere.
     pub metrics_address: Option<SocketAddr>,
+    /// How long a consumer waits for a producer's data server to accept its connection and
+    /// welcome it, per attempt, ms (Flink's `taskmanager.network.partition-request-timeout`,
+    /// 10,000).
+    pub partition_request_timeout_ms: u64,
+    /// The first wait before a partition request is tried again, ms (Flink's
+    /// `taskmanager.network.request-backoff.initial`, 100); 0 tries once only. Each retry
+    /// doubles the wait, up to [`partition_request_backoff_max_ms`](Self::partition_request_backoff_max_ms);
+    /// after the retry at that wait the request fails and the consumer with partition-not-found.
+    pub partition_request_backoff_initial_ms: u64,
+    /// The longest wait between two tries of a partition request, ms (Flink's
+    /// `taskmanager.network.request-backoff.max`, 10,000).
+    pub partition_request_backoff_max_ms: u64,
 }
+
+/// Flink's `taskmanager.network.request-backoff.initial`, ms.
+pub const DEFAULT_PARTITION_REQUEST_BACKOFF_INITIAL_MS: u64 = 100;
+/// Flink's `taskmanager.network.request-backoff.max`, ms.
+pub const DEFAULT_PARTITION_REQUEST_BACKOFF_MAX_MS: u64 = 10_000;
+/// Flink's `taskmanager.network.partition-request-timeout`, ms.
+pub const DEFAULT_PARTITION_REQUEST_TIMEOUT_MS: u64 = 10_000;
 
 impl TaskManagerConfig {
     /// Defaults for a TaskManager of `jobmanager` with `slots` slots working in `data_dir`.
@@ -251,6 +270,9 @@ impl TaskManagerConfig {
             data_idle_timeout_ms: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
             slowdown: 1.0,
             metrics_address: None,
+            partition_request_timeout_ms: DEFAULT_PARTITION_REQUEST_TIMEOUT_MS,
+            partition_request_backoff_initial_ms: DEFAULT_PARTITION_REQUEST_BACKOFF_INITIAL_MS,
+            partition_request_backoff_max_ms: DEFAULT_PARTITION_REQUEST_BACKOFF_MAX_MS,
         }
     }
 }

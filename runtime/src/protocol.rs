@@ -21,8 +21,9 @@ pub use crate::secret::Secret;
 /// Version 5: heartbeat connections carry their TaskManager's registration secret, task
 /// submissions their job's data secret, the welcome names the jobs whose partitions a
 /// TaskManager keeps, and task metrics carry the bytes read (versions 3 and 4 named builds
-/// with only some of these).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// with only some of these). Version 6: heartbeat requests name the last answer received (the
+/// TaskManager's commit lease), task metrics carry the partition request retries.
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
@@ -221,6 +222,10 @@ pub struct TaskMetrics {
     /// subpartition: what the adaptive batch scheduler decides from (Flink's
     /// `ResultPartitionBytes`). Empty when not measured.
     pub produced_bytes: Vec<Vec<u64>>,
+    /// Partition requests it tried again (a connection to a producer's data server after a
+    /// failed one, a pipelined partition asked for again), under the back-off of Flink's
+    /// `taskmanager.network.request-backoff.*`; sent with every final state, FAILED included.
+    pub partition_request_retries: u64,
 }
 
 /// JobManager to TaskManager.
@@ -230,6 +235,10 @@ pub enum ToTaskManager {
     HeartbeatRequest {
         /// Sequence number of the request.
         seq: u64,
+        /// The sequence number of the last answer the JobManager received from this
+        /// TaskManager (`None` before the first): the TaskManager's commit lease runs from when
+        /// it sent that answer.
+        answered: Option<u64>,
     },
     /// Run a task (Flink's `submitTask`): the TDD as [`conflux_deploy::encode_tdd`] wrote it.
     /// Answered with [`ToJobManager::SubmitAcknowledged`].

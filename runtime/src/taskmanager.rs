@@ -7,6 +7,7 @@
 //! them). Tasks run on tokio; loading their input gates (blob fetch and decode) runs on one
 //! loader thread.
 
+mod commit_lease;
 mod data_server;
 mod gate_loader;
 mod metrics_server;
@@ -229,6 +230,9 @@ async fn serve(
     let max_backoff = config.retry_interval_ms.max(1) * 10;
     let mut log = registration_log::RegistrationLog::default();
     loop {
+        // Before the hello: the JobManager registers this TaskManager (and starts its heartbeat
+        // timeout) later.
+        let registering_since = std::time::Instant::now();
         let attempt = tokio::select! {
             attempt = connect(&config.jobmanager, hello, config.max_frame_bytes, timeout) => attempt,
             () = &mut shutdown => return Ok(()),
@@ -243,11 +247,27 @@ async fn serve(
                         took.as_secs()
                     );
                 }
+                let heartbeat_timeout = Duration::from_millis(
+                    config
+                        .heartbeat_timeout_ms
+                        .unwrap_or(welcome.heartbeat_timeout_ms)
+                        .max(1),
+                );
                 let wordcount = WordCountContext {
                     shared: Arc::clone(&shared),
                     partitions: Arc::clone(&partitions),
                     token: config.token.clone(),
-                    welcome_timeout: Duration::from_millis(config.connect_timeout_ms.max(1)),
+                    welcome_timeout: Duration::from_millis(
+                        config.partition_request_timeout_ms.max(1),
+                    ),
+                    backoff: (
+                        Duration::from_millis(config.partition_request_backoff_initial_ms),
+                        Duration::from_millis(config.partition_request_backoff_max_ms),
+                    ),
+                    lease: Arc::new(commit_lease::CommitLease::new(
+                        heartbeat_timeout,
+                        registering_since,
+                    )),
                 };
                 let end = session(
                     conn,
@@ -422,7 +442,9 @@ async fn session(
         };
         frame += 1;
         match message {
-            ToTaskManager::HeartbeatRequest { seq } => {
+            ToTaskManager::HeartbeatRequest { seq, answered } => {
+                ctx.wordcount.lease.acknowledged(answered);
+                ctx.wordcount.lease.answer_sent(seq);
                 let answer = ToJobManager::HeartbeatResponse {
                     seq,
                     stats: ctx.stats(),
@@ -637,7 +659,9 @@ async fn heartbeat_connection(
             Err(e) => break heartbeat_end_reason(&e, timeout),
         };
         match decode(&body, peer, frame, "heartbeat request") {
-            Ok(ToTaskManager::HeartbeatRequest { seq }) => {
+            Ok(ToTaskManager::HeartbeatRequest { seq, answered }) => {
+                ctx.wordcount.lease.acknowledged(answered);
+                ctx.wordcount.lease.answer_sent(seq);
                 let answer = ToJobManager::HeartbeatResponse {
                     seq,
                     stats: ctx.stats(),

@@ -336,6 +336,8 @@ pub(crate) struct TaskManagerArgs {
     /// Port of its Prometheus endpoint (`GET /metrics`, on `--advertised-address`); 0: none.
     #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 0)]
     pub(crate) metrics_port: u16,
+    #[command(flatten)]
+    pub(crate) partition_requests: PartitionRequestArgs,
     /// Exit when standard input closes (how `conflux cluster` makes sure no TaskManager
     /// outlives it).
     #[arg(long, hide = true)]
@@ -364,7 +366,48 @@ impl TaskManagerArgs {
         config.slowdown = self.slowdown;
         config.metrics_address = (self.metrics_port != 0)
             .then(|| SocketAddr::new(self.advertised_address, self.metrics_port));
+        self.partition_requests.apply(&mut config);
         Ok(config)
+    }
+}
+
+/// How a consumer asks producers for their partitions (on `taskmanager`, and on `cluster` for
+/// every TaskManager it starts), as Flink's `taskmanager.network.*` settings.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub(crate) struct PartitionRequestArgs {
+    /// How long one partition request waits for the producer's data server to accept and
+    /// welcome it, ms (Flink's `taskmanager.network.partition-request-timeout`).
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = conflux_runtime::config::DEFAULT_PARTITION_REQUEST_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub(crate) partition_request_timeout_ms: u64,
+    /// The first wait before a failed partition request is tried again, ms; it doubles per
+    /// retry up to --partition-request-backoff-max-ms, after whose retry the consumer fails with
+    /// partition-not-found; 0: no retry (Flink's `taskmanager.network.request-backoff.initial`).
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = conflux_runtime::config::DEFAULT_PARTITION_REQUEST_BACKOFF_INITIAL_MS, value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    pub(crate) partition_request_backoff_initial_ms: u64,
+    /// The longest wait between two tries of a partition request, ms (Flink's
+    /// `taskmanager.network.request-backoff.max`).
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = conflux_runtime::config::DEFAULT_PARTITION_REQUEST_BACKOFF_MAX_MS, value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    pub(crate) partition_request_backoff_max_ms: u64,
+}
+
+impl PartitionRequestArgs {
+    /// Sets them on a TaskManager's configuration.
+    pub(crate) fn apply(&self, config: &mut TaskManagerConfig) {
+        config.partition_request_timeout_ms = self.partition_request_timeout_ms;
+        config.partition_request_backoff_initial_ms = self.partition_request_backoff_initial_ms;
+        config.partition_request_backoff_max_ms = self.partition_request_backoff_max_ms;
+    }
+
+    /// The same flags for a `taskmanager` child.
+    pub(crate) fn to_args(self) -> [String; 6] {
+        [
+            "--partition-request-timeout-ms".to_owned(),
+            self.partition_request_timeout_ms.to_string(),
+            "--partition-request-backoff-initial-ms".to_owned(),
+            self.partition_request_backoff_initial_ms.to_string(),
+            "--partition-request-backoff-max-ms".to_owned(),
+            self.partition_request_backoff_max_ms.to_string(),
+        ]
     }
 }
 
@@ -476,6 +519,8 @@ pub(crate) struct ClusterArgs {
     /// Per-TaskManager quota of partition files, bytes (each child's `--data-dir-max-bytes`).
     #[arg(help_heading = crate::headings::DATA, long)]
     pub(crate) data_dir_max_bytes: Option<u64>,
+    #[command(flatten)]
+    pub(crate) partition_requests: PartitionRequestArgs,
     /// After the job, compare the sinks' files in `--output-dir` with the counts computed from
     /// the seeds alone (word count jobs); a wrong output exits 1.
     #[arg(help_heading = crate::headings::DATA, long, requires = "output_dir")]

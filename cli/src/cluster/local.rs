@@ -199,6 +199,7 @@ async fn run_on(
             .arg("--data-dir")
             .arg(work.join(format!("tm-{i}")))
             .arg("--exit-with-parent")
+            .args(args.partition_requests.to_args())
             .args(
                 (slowdown > 1.0)
                     .then(|| ["--slowdown".to_owned(), slowdown.to_string()])

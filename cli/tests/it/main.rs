@@ -9,6 +9,7 @@ mod cluster;
 mod cluster_limits;
 mod config;
 mod dashboards;
+mod hosts;
 mod jobs;
 mod limits;
 mod logging;

@@ -198,6 +198,8 @@ struct JobRun<'a> {
     queue: VecDeque<Pending>,
     tasks_deployed: u64,
     rpc_timeouts: u64,
+    /// Partition requests the job's tasks tried again (as their final states reported).
+    partition_request_retries: u64,
     max_stall: Duration,
     /// The most thread CPU time one scheduler call used.
     max_cpu: Duration,
@@ -328,6 +330,7 @@ pub(crate) fn run_job(
         queue: VecDeque::new(),
         tasks_deployed: 0,
         rpc_timeouts: 0,
+        partition_request_retries: 0,
         max_stall: Duration::ZERO,
         max_cpu: Duration::ZERO,
         first_submission: None,
@@ -439,6 +442,8 @@ pub(crate) fn run_job(
         task_managers_lost: counters.lost - counters_before.lost,
         heartbeat_timeouts: Some(counters.heartbeat_timeouts - counters_before.heartbeat_timeouts),
         rpc_timeouts: Some(run.rpc_timeouts),
+        re_registrations: Some(counters.re_registrations - counters_before.re_registrations),
+        partition_request_retries: Some(run.partition_request_retries),
         max_heartbeat_rtt_ms: counters.max_rtt_ms,
         descriptors: descriptors_report(offload_rule, &run.factory.stats()),
         blob_fetches: task_managers.iter().map(|t| t.blob_fetches).sum(),
@@ -800,6 +805,7 @@ impl JobRun<'_> {
             } => {
                 if job == self.job.id {
                     self.answered(from, attempt);
+                    self.partition_request_retries += metrics.partition_request_retries;
                 }
                 if !self.is_from_owner(from, job, attempt) {
                     return None;

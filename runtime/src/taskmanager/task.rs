@@ -85,6 +85,7 @@ async fn run(
     let io = ctx
         .metrics
         .task_started(tdd.job_id, labels(&ctx, &tdd, &loaded.info, subtask));
+    let retries = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let outcome = match task {
         TaskSpec::Synthetic(task) => {
             drop(io);
@@ -99,6 +100,7 @@ async fn run(
                 task,
                 job_secret,
                 io,
+                Arc::clone(&retries),
             )
             .await
             .map_err(|f| TaskState::Failed {
@@ -115,8 +117,17 @@ async fn run(
     };
     // Removed before the final report: a cancel that comes later finds nothing to abort.
     lock(&ctx.running).remove(&tdd.execution_attempt);
+    let retries = retries.load(std::sync::atomic::Ordering::Relaxed);
     match outcome {
-        Ok(metrics) => report(&ctx, &tdd, TaskState::Finished, metrics),
+        Ok(metrics) => report(
+            &ctx,
+            &tdd,
+            TaskState::Finished,
+            TaskMetrics {
+                partition_request_retries: retries,
+                ..metrics
+            },
+        ),
         Err(state) => {
             if let TaskState::Failed {
                 reason,
@@ -130,7 +141,11 @@ async fn run(
                     "task failed: {reason}"
                 );
             }
-            report(&ctx, &tdd, state, TaskMetrics::default());
+            let metrics = TaskMetrics {
+                partition_request_retries: retries,
+                ..TaskMetrics::default()
+            };
+            report(&ctx, &tdd, state, metrics);
         }
     }
 }

@@ -503,7 +503,7 @@ async fn a_byte_report_that_does_not_fit_fails_the_task() {
                 conflux_runtime::connection::decode(&body, "jm", 0, "message").expect("message");
             let reply = |m: &ToJobManager| frame(&msgpack(m));
             match message {
-                ToTaskManager::HeartbeatRequest { seq } => {
+                ToTaskManager::HeartbeatRequest { seq, .. } => {
                     let pong = ToJobManager::HeartbeatResponse {
                         seq,
                         stats: TaskManagerStats::default(),

@@ -365,6 +365,8 @@ fn job_report(
         },
         adaptive: conflux_report::AdaptiveReport::default(),
         data: None,
+        tasks_recovered: None,
+        recovery_replay_ms: None,
     }
 }
 

@@ -94,6 +94,9 @@ pub(crate) struct Registered {
     /// The TaskManager's heartbeat connection, once it has opened one; until then heartbeats go
     /// on the main connection, ahead of queued task messages.
     heartbeat_channel: Option<(mpsc::UnboundedSender<Bytes>, Arc<Notify>)>,
+    /// The finished partitions of recovered jobs it held when it registered (batch job
+    /// recovery reads them when the job starts).
+    pub(crate) held: Vec<crate::protocol::HeldPartition>,
 }
 
 impl Registered {
@@ -178,6 +181,7 @@ impl Registry {
         secret: Secret,
         outbox: Outbox,
         closed: Arc<Notify>,
+        held: Vec<crate::protocol::HeldPartition>,
     ) -> TaskManagerId {
         let mut state = self.lock();
         let id = TaskManagerId(state.next_id);
@@ -194,6 +198,7 @@ impl Registry {
                 last_answer: Instant::now(),
                 heartbeats_sent: HashMap::new(),
                 heartbeat_channel: None,
+                held,
             },
         );
         state.records.insert(

@@ -220,7 +220,7 @@ fn a_jobmanager_killed_during_the_sources_is_replaced_and_only_unfinished_source
     assert!(at_kill >= 1, "{at_kill}");
     let recovered = u64_at(&r, "tasks_recovered");
     // Every logged source whose TaskManager kept its partitions (both did) is kept.
-    assert_eq!(recovered as usize, at_kill, "{r}");
+    assert_eq!(recovered, at_kill as u64, "{r}");
     assert_eq!(u64_at(&r, "tasks_deployed"), 12 - recovered + 4, "{r}");
     assert_eq!(u64_at(&r["data"]["reruns"], "source"), 0, "{r}");
     assert!(verified, "the output is the expected word count");

@@ -173,6 +173,7 @@ impl Registry {
     }
 
     /// Adds a TaskManager and tells the running job. Returns its id.
+    #[allow(clippy::too_many_arguments)] // one registration's parts, as the handshake gives them
     pub(crate) fn register(
         &self,
         slots: u32,

@@ -30,7 +30,9 @@ mod progress;
 mod restart;
 mod run;
 mod s3;
+mod settings;
 mod speculative;
+mod token;
 mod usage;
 mod work_dir;
 
@@ -195,6 +197,8 @@ struct RunArgs {
     /// No progress bar.
     #[arg(help_heading = crate::headings::OUTPUT, long)]
     quiet: bool,
+    #[command(flatten)]
+    settings: settings::ConfigArgs,
 }
 
 #[derive(clap::Args)]
@@ -451,10 +455,21 @@ fn parse_partition_type(s: &str) -> Result<ResultPartitionType, String> {
 fn main() -> ExitCode {
     logging::init();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&args) {
+    // `--config` and `-D` become flags first (flag > -D > environment > file > default).
+    let applied = match settings::apply(&args) {
+        Ok(applied) => applied,
+        Err(settings::ApplyError::Usage(e)) => return usage::exit(&e, &args),
+        Err(settings::ApplyError::Config(failure)) => return failure.exit(Format::Text),
+    };
+    let mut cli = match Cli::try_parse_from(&applied.args) {
         Ok(cli) => cli,
         Err(e) => return usage::exit(&e, &args),
     };
+    match &mut cli.command {
+        Command::Jobmanager(args) => args.settings.effective = applied.effective,
+        Command::Cluster(args) => args.settings.effective = applied.effective,
+        _ => {}
+    }
     let format = match &cli.command {
         Command::Inspect { format, .. } => format.report(),
         Command::Run(args) => args.format,

@@ -367,6 +367,8 @@ fn job_report(
         },
         adaptive: conflux_report::AdaptiveReport::default(),
         data: None,
+        tasks_recovered: None,
+        recovery_replay_ms: None,
     }
 }
 

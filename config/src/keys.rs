@@ -119,6 +119,8 @@ pub static KEYS: &[Key] = &[
     key("rest.address", Text, "", &[J], "rest-address", "Host or IP the REST API binds (default: the RPC host)"),
     key("rest.port", Int, "8081", &[J], "rest-port", "Port of the REST API; 0 picks a free one"),
     key("blob.storage.directory", Text, "", &[J], "blob-dir", "The blob server's storage directory (default: a temporary one)"),
+    key("high-availability.storageDir", Text, "", &[J], "ha-storage-dir", "Where submitted jobs, their results and event logs are kept; a JobManager started on it recovers unended jobs"),
+    key("execution.batch.job-recovery.previous-worker.recovery.timeout", Duration, "30 s", &[J], "previous-worker-recovery-timeout-ms", "How long a recovered job waits for the TaskManagers that held its finished partitions"),
     // TaskManagers.
     key("taskmanager.numberOfTaskSlots", Int, "", &[T, C, R], "slots", "Slots per TaskManager"),
     key("taskmanager.host", Text, "127.0.0.1", &[T], "advertised-address", "The IP a TaskManager's data server binds and advertises"),
@@ -178,6 +180,7 @@ pub static KEYS: &[Key] = &[
     key("conflux.task-managers", Int, "", &[C, R], "task-managers", "TaskManagers to start"),
     key("conflux.taskmanager.data-dir", Text, "", &[T], "data-dir", "A TaskManager's working directory (default: a temporary one)"),
     key("conflux.taskmanager.data-dir-max-bytes", MemorySize, "", &[T, C], "data-dir-max-bytes", "Bytes of partition files a TaskManager may hold"),
+    key("conflux.taskmanager.partitions-kept-without-jobmanager", Duration, "90 s", &[T], "partitions-kept-without-jobmanager-ms", "How long a TaskManager without a JobManager keeps its finished partitions"),
     key("conflux.slow-task-managers", Int, "0", &[C, R], "slow-task-managers", "Slow TaskManagers, for demonstrations of speculative execution"),
     key("conflux.slowdown", Float, "", &[T, C, R], "slowdown", "How many times as long tasks take on a slow TaskManager"),
     key("conflux.kill-task-manager-after", Duration, "", &[C], "kill-task-manager-after-ms", "Injected fault: kill a TaskManager this long after the submission"),

@@ -130,4 +130,11 @@ pub struct JobReport {
     pub adaptive: AdaptiveReport,
     /// What the data plane did, for jobs whose tasks move data (word count); `null` otherwise.
     pub data: Option<DataReport>,
+    /// Finished tasks a JobManager that took the job over kept instead of running them again
+    /// (batch job recovery); `null` unless the job was recovered.
+    pub tasks_recovered: Option<u64>,
+    /// Reading and replaying the recovered job's event log, ms; `null` unless the job was
+    /// recovered.
+    #[serde(serialize_with = "round::serialize_option")]
+    pub recovery_replay_ms: Option<f64>,
 }

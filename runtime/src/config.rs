@@ -159,6 +159,17 @@ pub struct JobManagerConfig {
     /// tells which), so that JobManagers embedded side by side never collide; `conflux
     /// jobmanager` defaults to Flink's `rest.port`, 8081.
     pub rest_address: Option<SocketAddr>,
+    /// Flink's `high-availability.storageDir`: where submitted jobs, their results and their
+    /// event logs are kept (`conflux_job_store::StorageDir`). `None` (the default): nothing is
+    /// kept and nothing recovered. With a directory, [`JobManager::start`] recovers every job
+    /// of it that has not ended (batch job recovery, FLIP-383).
+    ///
+    /// [`JobManager::start`]: crate::JobManager::start
+    pub storage_dir: Option<PathBuf>,
+    /// Flink's `execution.batch.job-recovery.previous-worker.recovery.timeout`: how long a
+    /// recovered job waits for the TaskManagers that held its finished partitions, ms (default
+    /// [`DEFAULT_JOB_RECOVERY_TIMEOUT_MS`]).
+    pub job_recovery_timeout_ms: u64,
     /// The effective configuration under Flink's keys as the CLI resolved it (flags, `-D`,
     /// environment, `config.yaml`), secrets already hidden: `/jobmanager/config` lists it,
     /// with the addresses the JobManager actually bound in place of the configured ones.
@@ -188,6 +199,8 @@ impl JobManagerConfig {
             max_job_memory_bytes: DEFAULT_MAX_JOB_MEMORY_BYTES,
             job_history: JobHistory::default(),
             rest_address: Some(SocketAddr::new(address.ip(), 0)),
+            storage_dir: None,
+            job_recovery_timeout_ms: DEFAULT_JOB_RECOVERY_TIMEOUT_MS,
             configuration: Vec::new(),
             web_ui_dir: None,
         }
@@ -243,6 +256,11 @@ pub struct TaskManagerConfig {
     /// The longest wait between two tries of a partition request, ms (Flink's
     /// `taskmanager.network.request-backoff.max`, 10,000).
     pub partition_request_backoff_max_ms: u64,
+    /// How long it keeps its finished partitions while it has no JobManager, ms (default
+    /// [`DEFAULT_PARTITIONS_KEPT_WITHOUT_JOBMANAGER_MS`]): a JobManager that takes over within
+    /// it finds them (batch job recovery); past it they are released. At least the
+    /// high-availability session timeout plus the recovery timeout.
+    pub partitions_kept_without_jobmanager_ms: u64,
 }
 
 /// Flink's `taskmanager.network.request-backoff.initial`, ms.
@@ -251,6 +269,16 @@ pub const DEFAULT_PARTITION_REQUEST_BACKOFF_INITIAL_MS: u64 = 100;
 pub const DEFAULT_PARTITION_REQUEST_BACKOFF_MAX_MS: u64 = 10_000;
 /// Flink's `taskmanager.network.partition-request-timeout`, ms.
 pub const DEFAULT_PARTITION_REQUEST_TIMEOUT_MS: u64 = 10_000;
+
+/// Flink's `high-availability.zookeeper.client.session-timeout` (60 s) plus
+/// `execution.batch.job-recovery.previous-worker.recovery.timeout` (30 s): how long a
+/// TaskManager without a JobManager keeps its finished partitions by default, ms.
+pub const DEFAULT_PARTITIONS_KEPT_WITHOUT_JOBMANAGER_MS: u64 = 90_000;
+
+/// Flink's `execution.batch.job-recovery.previous-worker.recovery.timeout` default: how long a
+/// JobManager recovering a batch job waits for the TaskManagers that held its finished
+/// partitions to register again, ms.
+pub const DEFAULT_JOB_RECOVERY_TIMEOUT_MS: u64 = 30_000;
 
 impl TaskManagerConfig {
     /// Defaults for a TaskManager of `jobmanager` with `slots` slots working in `data_dir`.
@@ -273,6 +301,7 @@ impl TaskManagerConfig {
             partition_request_timeout_ms: DEFAULT_PARTITION_REQUEST_TIMEOUT_MS,
             partition_request_backoff_initial_ms: DEFAULT_PARTITION_REQUEST_BACKOFF_INITIAL_MS,
             partition_request_backoff_max_ms: DEFAULT_PARTITION_REQUEST_BACKOFF_MAX_MS,
+            partitions_kept_without_jobmanager_ms: DEFAULT_PARTITIONS_KEPT_WITHOUT_JOBMANAGER_MS,
         }
     }
 }
@@ -323,6 +352,10 @@ impl std::fmt::Debug for TaskManagerConfig {
             .field("data_idle_timeout_ms", &self.data_idle_timeout_ms)
             .field("slowdown", &self.slowdown)
             .field("metrics_address", &self.metrics_address)
+            .field(
+                "partitions_kept_without_jobmanager_ms",
+                &self.partitions_kept_without_jobmanager_ms,
+            )
             .finish()
     }
 }

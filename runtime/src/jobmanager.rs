@@ -17,6 +17,7 @@ mod data_stats;
 mod invokables;
 mod job_loop;
 mod jobs;
+mod recovery;
 mod registry;
 mod rest_backend;
 mod rest_view;
@@ -37,6 +38,7 @@ use crate::config::JobManagerConfig;
 use crate::metrics::JobManagerMetrics;
 use crate::protocol::{JobSubmission, JobSummary, MAX_CREDIT};
 use crate::report::JobReport;
+use crate::secret;
 pub use invokables::{word_count_job, word_count_job_as_run};
 use job_loop::LoopContext;
 use jobs::{Jobs, QueuedJob};
@@ -107,6 +109,15 @@ pub enum JobManagerError {
     /// dashboard.
     #[error(transparent)]
     WebUi(#[from] conflux_web::WebUiDirError),
+    /// With a storage directory (`high-availability.storageDir`) the submission could not be
+    /// made durable: it is refused, not queued. At start: the directory cannot be used.
+    #[error("job {source_name} is refused: the job store could not keep it: {message}")]
+    JobStore {
+        /// Where the job came from (at start: the storage directory).
+        source_name: String,
+        /// What could not be written.
+        message: String,
+    },
 }
 
 /// A TaskManager as the JobManager sees it.
@@ -152,6 +163,25 @@ pub(crate) struct Shared {
     /// Bounds the submissions being loaded and checked at once.
     pub(crate) loading: Semaphore,
     pub(crate) shutdown: Notify,
+    /// The storage directory (`high-availability.storageDir`), when jobs are kept and
+    /// recovered.
+    pub(crate) store: Option<conflux_job_store::StorageDir>,
+    /// The recovered jobs not yet ended: a registering TaskManager keeps their partitions
+    /// (the welcome's `keep_jobs`).
+    pub(crate) recovering: std::sync::Mutex<Vec<JobId>>,
+    /// Set when shutdown begins: jobs it cancels keep their job store entries (a later
+    /// JobManager recovers them), as Flink suspends rather than ends them.
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    /// The recovered jobs not yet ended.
+    pub(crate) fn recovering(&self) -> Vec<JobId> {
+        self.recovering
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 /// A running JobManager. Dropping it without [`shutdown`](Self::shutdown) stops accepting
@@ -246,6 +276,15 @@ impl JobManager {
                 .unwrap_or(&address.ip().to_string()),
         );
 
+        let store = match &config.storage_dir {
+            Some(dir) => Some(conflux_job_store::StorageDir::open(dir).map_err(|e| {
+                JobManagerError::JobStore {
+                    source_name: dir.display().to_string(),
+                    message: e.to_string(),
+                }
+            })?),
+            None => None,
+        };
         let registry = Arc::new(Registry::new(metrics.heartbeat_rtt_seconds.clone()));
         let shared = Arc::new(Shared {
             config: config.clone(),
@@ -257,7 +296,25 @@ impl JobManager {
             blob_server_url,
             loading: Semaphore::new(CONCURRENT_SUBMISSIONS),
             shutdown: Notify::new(),
+            store: store.clone(),
+            recovering: std::sync::Mutex::new(Vec::new()),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         });
+        // Before any connection is accepted: every registering TaskManager learns which jobs'
+        // partitions to keep.
+        if let Some(store) = &store {
+            let recovered = recovery::recover_jobs(&shared, store).await;
+            if !recovered.is_empty() {
+                tracing::info!(
+                    jobs = recovered.len(),
+                    "jobs recovered from the storage directory"
+                );
+            }
+            *shared
+                .recovering
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = recovered;
+        }
         let heartbeat = tokio::spawn(registry::heartbeat_loop(
             Arc::downgrade(&registry),
             Duration::from_millis(config.heartbeat.interval_ms),
@@ -375,6 +432,9 @@ impl JobManager {
     /// the blob server. Waits for the job runner to stop: a process that must end promptly
     /// bounds this call (the runner may be inside a long scheduler call).
     pub async fn shutdown(mut self) {
+        self.shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.shared.shutdown.notify_waiters();
         if let Some((stop, task)) = self.rest.take() {
             let _ = stop.send(());
@@ -426,6 +486,16 @@ pub(crate) async fn submit(
     shared: &Arc<Shared>,
     submission: JobSubmission,
 ) -> Result<JobId, JobManagerError> {
+    admit(shared, submission, None).await
+}
+
+/// Loads, checks and queues a submission: a new one (kept in the storage directory, when there
+/// is one, before it is queued), or a recovered one with its id, secret and event log.
+pub(crate) async fn admit(
+    shared: &Arc<Shared>,
+    submission: JobSubmission,
+    recovered: Option<(JobId, secret::Secret, recovery::JobRecovery)>,
+) -> Result<JobId, JobManagerError> {
     let source_name = submission.source.clone();
     let invalid = |message: String| JobManagerError::InvalidJob {
         source_name: source_name.clone(),
@@ -459,7 +529,22 @@ pub(crate) async fn submit(
     let scheduler_config = shared.config.scheduler;
     let limit = shared.config.max_job_memory_bytes;
     let name_for_refusal = source_name.clone();
-    let id = new_job_id(&source_name);
+    let (id, secret, recovery) = match recovered {
+        Some((id, secret, recovery)) => (id, Some(secret), Some(recovery)),
+        None => (new_job_id(&source_name), None, None),
+    };
+    // A new job kept in the storage directory gets its data secret now, kept with it.
+    let (secret, stored) = match (&shared.store, secret) {
+        (Some(_), None) => {
+            let secret = secret::Secret::random().map_err(|e| {
+                invalid(format!(
+                    "no data secret: the system's random generator failed: {e}"
+                ))
+            })?;
+            (Some(secret), Some(submission.clone()))
+        }
+        (_, secret) => (secret, None),
+    };
     let (job, tasks, view) = tokio::task::spawn_blocking(move || {
         let load = LoadOptions {
             parallelism: options.parallelism,
@@ -493,9 +578,21 @@ pub(crate) async fn submit(
         Refusal::TooLarge(e) => e,
     })?;
     let name = job.name().to_owned();
+    if let (Some(store), Some(stored), Some(secret)) = (&shared.store, &stored, secret) {
+        // Durable before the submission is acknowledged (Flink's JobGraphStore).
+        let store = store.clone();
+        let stored = stored.clone();
+        tokio::task::spawn_blocking(move || {
+            recovery::store_submission(&store, id, &stored, secret)
+        })
+        .await
+        .map_err(|e| invalid(format!("the job store failed: {e}")))??;
+    }
     let queued = QueuedJob {
         id,
         name,
+        secret,
+        recovery,
         graph_bytes: job.heap_bytes() as u64,
         execution_vertices: job.num_execution_vertices(),
         job,
@@ -505,7 +602,14 @@ pub(crate) async fn submit(
         submitted_ms,
         view,
     };
-    shared.jobs.enqueue(queued)?;
+    if let Err(e) = shared.jobs.enqueue(queued) {
+        if let (Some(store), Some(_)) = (&shared.store, &stored) {
+            if let Err(e) = store.remove_job(&id.to_string()) {
+                tracing::warn!(job = %id, "job store entry of a refused job not removed: {e}");
+            }
+        }
+        return Err(e);
+    }
     tracing::info!(job = %id, source = %source_name, "job submitted");
     Ok(id)
 }
@@ -527,6 +631,8 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
         speculative: shared.config.scheduler.speculative,
         metrics: &shared.metrics,
         jobs: &shared.jobs,
+        store: shared.store.as_ref(),
+        recovery_timeout_ms: shared.config.job_recovery_timeout_ms,
     };
     while let Some((job, sender, events)) = shared.jobs.next() {
         tracing::info!(job = %job.id, name = %job.name, "job running");
@@ -542,6 +648,18 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
             );
         }
         tracing::info!(job = %id, status = %report.status, "job ended");
+        // A job cancelled by the JobManager's shutdown stays in the storage directory for the
+        // next JobManager; any other end is recorded before clients hear of it.
+        if let Some(store) = &shared.store {
+            if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                recovery::job_ended(store, id, &report);
+            }
+        }
+        shared
+            .recovering
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|j| *j != id);
         shared.jobs.finish(id, report);
     }
 }

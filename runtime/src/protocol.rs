@@ -22,7 +22,9 @@ pub use crate::secret::Secret;
 /// submissions their job's data secret, the welcome names the jobs whose partitions a
 /// TaskManager keeps, and task metrics carry the bytes read (versions 3 and 4 named builds
 /// with only some of these). Version 6: heartbeat requests name the last answer received (the
-/// TaskManager's commit lease), task metrics carry the partition request retries.
+/// TaskManager's commit lease), task metrics carry the partition request retries, and a
+/// registering TaskManager lists the finished partitions it holds
+/// ([`TaskManagerRegistration::held_partitions`]), for batch job recovery.
 pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The first four bytes of a handshake frame.
@@ -78,6 +80,26 @@ pub struct TaskManagerRegistration {
     pub data_address: SocketAddr,
     /// Its operating-system process id, for operators (and for `conflux cluster`'s kill fault).
     pub pid: u32,
+    /// The finished BLOCKING partitions it holds (kept from an earlier JobManager, which died):
+    /// a JobManager that recovers their job marks finished the producers whose partitions are
+    /// all still held (FLIP-383); the others are released at registration.
+    pub held_partitions: Vec<HeldPartition>,
+}
+
+/// A finished partition a TaskManager holds: its job, the partition, and the attempt that
+/// produced it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HeldPartition {
+    /// The job.
+    pub job: JobId,
+    /// The intermediate result (data set index).
+    pub result: u32,
+    /// The partition number (the producer's subtask).
+    pub partition: u32,
+    /// The producer's execution vertex index.
+    pub vertex: u32,
+    /// The producer's attempt number.
+    pub attempt: u32,
 }
 
 /// The JobManager's answer to a [`Hello`].

@@ -191,6 +191,7 @@ impl TaskManager {
                 slots: config.slots,
                 data_address,
                 pid: std::process::id(),
+                held_partitions: Vec::new(),
             }),
         };
         let result = serve(
@@ -229,16 +230,34 @@ async fn serve(
     let mut backoff = config.retry_interval_ms.max(1);
     let max_backoff = config.retry_interval_ms.max(1) * 10;
     let mut log = registration_log::RegistrationLog::default();
+    // Since when it has had no JobManager while holding partitions (a session lost): past
+    // `partitions_kept_without_jobmanager_ms` they are released.
+    let mut without_jobmanager: Option<std::time::Instant> = None;
     loop {
         // Before the hello: the JobManager registers this TaskManager (and starts its heartbeat
         // timeout) later.
         let registering_since = std::time::Instant::now();
+        if let Some(since) = without_jobmanager {
+            let kept = Duration::from_millis(config.partitions_kept_without_jobmanager_ms);
+            if since.elapsed() >= kept {
+                let released = partitions.release_jobs_except(&[]);
+                tracing::info!(
+                    jobs = released,
+                    "no JobManager for {} ms: released the partitions kept for a recovery",
+                    kept.as_millis()
+                );
+                without_jobmanager = None;
+            }
+        }
+        // The registration lists the finished partitions held now (batch job recovery).
+        let hello = with_held_partitions(hello, partitions.held_blocking());
         let attempt = tokio::select! {
-            attempt = connect(&config.jobmanager, hello, config.max_frame_bytes, timeout) => attempt,
+            attempt = connect(&config.jobmanager, &hello, config.max_frame_bytes, timeout) => attempt,
             () = &mut shutdown => return Ok(()),
         };
         match attempt {
             Ok((conn, welcome)) => {
+                without_jobmanager = None;
                 backoff = config.retry_interval_ms.max(1);
                 if let Some((attempts, took)) = log.succeeded(std::time::Instant::now()) {
                     tracing::info!(
@@ -285,7 +304,8 @@ async fn serve(
                         tracing::info!(jobmanager = %config.jobmanager, "disconnected by the JobManager ({reason}); registering again")
                     }
                     SessionEnd::Lost(reason) => {
-                        tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again")
+                        without_jobmanager = Some(std::time::Instant::now());
+                        tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again, keeping finished partitions for {} ms", config.partitions_kept_without_jobmanager_ms)
                     }
                     SessionEnd::Shutdown => return Ok(()),
                 }
@@ -321,6 +341,15 @@ async fn serve(
         }
         backoff = (backoff * 2).min(max_backoff);
     }
+}
+
+/// `hello` with `held` as its registration's held partitions.
+fn with_held_partitions(hello: &Hello, held: Vec<crate::protocol::HeldPartition>) -> Hello {
+    let mut hello = hello.clone();
+    if let Role::TaskManager(registration) = &mut hello.role {
+        registration.held_partitions = held;
+    }
+    hello
 }
 
 /// Refusals retrying cannot fix.

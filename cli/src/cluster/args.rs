@@ -199,6 +199,17 @@ pub(crate) struct JobManagerArgs {
     pub(crate) limits: JobManagerLimitsArgs,
     #[command(flatten)]
     pub(crate) speculative: SpeculativeOptionsArgs,
+    /// Where submitted jobs, their results and their event logs are kept (Flink's
+    /// `high-availability.storageDir`): a JobManager started on it recovers every job that has
+    /// not ended, keeping the finished tasks whose partitions TaskManagers still hold (batch
+    /// jobs). Default: nothing is kept.
+    #[arg(help_heading = crate::headings::STORAGE, long, value_parser = Utf8Path)]
+    pub(crate) ha_storage_dir: Option<PathBuf>,
+    /// How long a recovered job waits for the TaskManagers that held its finished partitions
+    /// to register again, ms (Flink's
+    /// `execution.batch.job-recovery.previous-worker.recovery.timeout`, 30 s).
+    #[arg(help_heading = crate::headings::STORAGE, long, default_value_t = conflux_runtime::config::DEFAULT_JOB_RECOVERY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    pub(crate) previous_worker_recovery_timeout_ms: u64,
     #[command(flatten)]
     pub(crate) settings: ConfigArgs,
 }
@@ -297,6 +308,8 @@ impl JobManagerArgs {
             self.rest_port,
         )?);
         config.web_ui_dir.clone_from(&self.web_ui_dir);
+        config.storage_dir.clone_from(&self.ha_storage_dir);
+        config.job_recovery_timeout_ms = self.previous_worker_recovery_timeout_ms;
         Ok(config)
     }
 }
@@ -338,6 +351,11 @@ pub(crate) struct TaskManagerArgs {
     pub(crate) metrics_port: u16,
     #[command(flatten)]
     pub(crate) partition_requests: PartitionRequestArgs,
+    /// How long it keeps its finished partitions while it has no JobManager, ms, so that a
+    /// JobManager taking over finds them; past it they are released (default 90 s: Flink's
+    /// ZooKeeper session timeout plus its job recovery timeout).
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = conflux_runtime::config::DEFAULT_PARTITIONS_KEPT_WITHOUT_JOBMANAGER_MS, value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    pub(crate) partitions_kept_without_jobmanager_ms: u64,
     /// Exit when standard input closes (how `conflux cluster` makes sure no TaskManager
     /// outlives it).
     #[arg(long, hide = true)]
@@ -367,6 +385,7 @@ impl TaskManagerArgs {
         config.metrics_address = (self.metrics_port != 0)
             .then(|| SocketAddr::new(self.advertised_address, self.metrics_port));
         self.partition_requests.apply(&mut config);
+        config.partitions_kept_without_jobmanager_ms = self.partitions_kept_without_jobmanager_ms;
         Ok(config)
     }
 }

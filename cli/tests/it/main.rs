@@ -17,6 +17,7 @@ mod openapi;
 mod output;
 mod plan;
 mod readme;
+mod recovery;
 mod speculative;
 mod support;
 mod usage;

@@ -47,6 +47,11 @@ pub(crate) struct QueuedJob {
     pub(crate) submitted_ms: i64,
     /// What the REST API shows of it while it waits.
     pub(crate) view: Arc<JobView>,
+    /// Its data secret, when it was chosen before the job runs (a job kept in the storage
+    /// directory keeps it); `None`: one is drawn when it starts.
+    pub(crate) secret: Option<crate::secret::Secret>,
+    /// A job recovered from the storage directory: its replayed event log.
+    pub(crate) recovery: Option<crate::jobmanager::recovery::JobRecovery>,
 }
 
 /// Where a job is in its life.
@@ -390,6 +395,8 @@ mod tests {
             submitted: Instant::now(),
             graph_bytes,
             execution_vertices: 2,
+            secret: None,
+            recovery: None,
         }
     }
 

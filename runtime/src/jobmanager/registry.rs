@@ -97,6 +97,9 @@ pub(crate) struct Registered {
     /// The TaskManager's heartbeat connection, once it has opened one; until then heartbeats go
     /// on the main connection, ahead of queued task messages.
     heartbeat_channel: Option<(mpsc::UnboundedSender<Bytes>, Arc<Notify>)>,
+    /// The finished partitions of recovered jobs it held when it registered (batch job
+    /// recovery reads them when the job starts).
+    pub(crate) held: Vec<crate::protocol::HeldPartition>,
 }
 
 impl Registered {
@@ -178,6 +181,7 @@ impl Registry {
     }
 
     /// Adds a TaskManager and tells the running job. Returns its id.
+    #[allow(clippy::too_many_arguments)] // one registration's parts, as the handshake gives them
     pub(crate) fn register(
         &self,
         slots: u32,
@@ -186,6 +190,7 @@ impl Registry {
         secret: Secret,
         outbox: Outbox,
         closed: Arc<Notify>,
+        held: Vec<crate::protocol::HeldPartition>,
     ) -> TaskManagerId {
         let mut state = self.lock();
         let again = state.records.iter().any(|(earlier, record)| {
@@ -214,6 +219,7 @@ impl Registry {
                 last_answered_seq: None,
                 heartbeats_sent: HashMap::new(),
                 heartbeat_channel: None,
+                held,
             },
         );
         state.records.insert(

@@ -89,10 +89,9 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
             heartbeat_interval_ms: shared.config.heartbeat.interval_ms,
             heartbeat_timeout_ms: shared.config.heartbeat.timeout_ms,
             registration_secret,
-            // This JobManager recovers no job (no high availability): a registering
-            // TaskManager releases every partition it holds. A leader that recovers jobs
-            // names them here.
-            keep_jobs: Vec::new(),
+            // The jobs this JobManager recovered and still runs (none without a storage
+            // directory): a registering TaskManager releases every other job's partitions.
+            keep_jobs: shared.recovering(),
         })
     };
     match role {
@@ -156,7 +155,12 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
                 slots,
                 data_address,
                 pid,
+                mut held_partitions,
             } = registration;
+            // Only the recovered jobs' partitions matter (the others are released), bounded
+            // by what a TaskManager can hold of them.
+            let keep = shared.recovering();
+            held_partitions.retain(|h| keep.contains(&h.job));
             // Registered before the welcome is sent: a deployment queued meanwhile waits in the
             // outbox, whose writer starts only after the welcome.
             let id = shared.registry.register(
@@ -166,6 +170,7 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
                 secret,
                 outbox,
                 Arc::clone(&closed),
+                held_partitions,
             );
             if let Err(e) = send_reply(&mut conn, &welcome(Some(id), Some(secret))).await {
                 shared.registry.lose(id, LossReason::ConnectionClosed);

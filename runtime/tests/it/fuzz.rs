@@ -45,6 +45,7 @@ fn tm_hello(slots: u32) -> Hello {
             slots,
             data_address: "127.0.0.1:9".parse().expect("address"),
             pid: 4_000_000,
+            held_partitions: Vec::new(),
         }),
     }
 }

@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use conflux_deploy::{OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE, DEFAULT_OFFLOAD_THRESHOLD_NUM};
 use conflux_graph::load::LoadOptions;
 use conflux_graph::{flink_plan, generate, limits, ResultPartitionType};
+use tracing_subscriber::filter::LevelFilter;
 
 mod batch;
 mod blobs;
@@ -199,6 +200,10 @@ struct RunArgs {
 
 #[derive(clap::Args)]
 struct BlobServerArgs {
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
+
     /// Storage directory (local files); created if missing.
     #[arg(help_heading = crate::headings::STORAGE, long)]
     storage_dir: PathBuf,
@@ -449,12 +454,25 @@ fn parse_partition_type(s: &str) -> Result<ResultPartitionType, String> {
 }
 
 fn main() -> ExitCode {
-    logging::init();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => return usage::exit(&e, &args),
+        Err(e) => {
+            logging::init(LevelFilter::WARN, logging::LogFormat::Text);
+            return usage::exit(&e, &args);
+        }
     };
+    // Daemons say what they do at INFO, as Flink's processes; one-shot commands (and `cluster`,
+    // whose report is its output) only warn.
+    let (level, log_format) = match &cli.command {
+        Command::Jobmanager(args) => (LevelFilter::INFO, args.log.log_format),
+        Command::Taskmanager(args) => (LevelFilter::INFO, args.log.log_format),
+        Command::Serve(args) => (LevelFilter::INFO, args.log.log_format),
+        Command::BlobServer(args) => (LevelFilter::INFO, args.log.log_format),
+        Command::Cluster(args) => (LevelFilter::WARN, args.log.log_format),
+        _ => (LevelFilter::WARN, logging::LogFormat::Text),
+    };
+    logging::init(level, log_format);
     let format = match &cli.command {
         Command::Inspect { format, .. } => format.report(),
         Command::Run(args) => args.format,
@@ -741,12 +759,16 @@ fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
         "starting the blob server"
     );
     let server = BlobServer::start_blocking(config).map_err(Failure::input)?;
-    tracing::info!(url = %server.url(), "blob server listening");
-    eprintln!(
-        "blob server listening on {} (storage {}); Ctrl-C stops it",
+    let line = format!(
+        "blob server listening on {} (storage {})",
         server.url(),
         args.storage_dir.display()
     );
+    if tracing::enabled!(tracing::Level::INFO) {
+        tracing::info!(url = %server.url(), storage = %args.storage_dir.display(), "{line}");
+    } else {
+        eprintln!("{line}; Ctrl-C stops it");
+    }
     loop {
         std::thread::park();
     }

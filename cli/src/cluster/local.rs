@@ -181,8 +181,17 @@ async fn run_on(
         .map_err(Failure::Work)?;
     for i in 0..args.task_managers {
         let slowdown = args.slowdown_of(i)?;
-        let child = taskmanager_command(&exe)
-            .arg("taskmanager")
+        let mut command = taskmanager_command(&exe);
+        // A TaskManager daemon logs at INFO by default; as children of one run they only warn,
+        // unless RUST_LOG says otherwise (it is inherited).
+        if std::env::var_os("RUST_LOG").is_none() {
+            command.env("RUST_LOG", "warn");
+        }
+        command.arg("taskmanager");
+        if args.log.log_format == crate::logging::LogFormat::Json {
+            command.args(["--log-format", "json"]);
+        }
+        let child = command
             .arg("--jobmanager")
             .arg(jm.address().to_string())
             .arg("--slots")

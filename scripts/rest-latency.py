@@ -106,6 +106,8 @@ def main():
         drain.start()
 
         latencies, errors = [], collections.Counter()
+        # Failures not followed by a success: the JobManager had stopped with the job.
+        pending_errors = collections.Counter()
         details = {"job": [], "vertex": []}
         sizes = {}
         job_id, vertex_id = None, None
@@ -142,8 +144,11 @@ def main():
                         if status == 200:
                             details["vertex"].append(took)
                             sizes["vertex"] = (len(body), wire)
+                # Failures before this success were failures while the JobManager ran.
+                errors.update(pending_errors)
+                pending_errors.clear()
             except (OSError, http.client.HTTPException, ValueError) as e:
-                errors[type(e).__name__] += 1
+                pending_errors[type(e).__name__] += 1
             next_at += interval
             time.sleep(max(0.0, next_at - time.perf_counter()))
         out = cluster.stdout.read()
@@ -160,8 +165,10 @@ def main():
         print("REST: not polled")
     else:
         failed = ", ".join(f"{n} {kind}" for kind, n in errors.items()) or "none"
+        after = sum(pending_errors.values())
         print(f"GET /jobs/overview at {args.poll_hz:g}/s while the job ran: {len(latencies)} "
-              f"requests, errors: {failed}; p50 {ms(percentile(latencies, 50))}, "
+              f"requests, errors: {failed} ({after} refused after the JobManager stopped with "
+              f"the job); p50 {ms(percentile(latencies, 50))}, "
               f"p99 {ms(percentile(latencies, 99))}, max {ms(max(latencies, default=None))}")
     if not (args.no_poll or args.no_details):
         for key, path in (("job", "/jobs/:jobid"), ("vertex", "/jobs/:jobid/vertices/:vid")):

@@ -1900,3 +1900,42 @@ fn attached_submit_shows_progress_on_a_terminal_only() {
     assert!(shown.contains("tasks finished"), "{shown}");
     assert!(shown.contains("status: FINISHED"), "{shown}");
 }
+
+/// `scripts/rest-latency.py` (the README's REST measurement) runs against the built binary on
+/// a small job and prints every figure it promises.
+#[test]
+fn the_rest_latency_script_measures_a_small_cluster_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Ok(out) = Command::new("python3")
+        .arg(repo().join("scripts/rest-latency.py"))
+        .args([
+            "--conflux",
+            env!("CARGO_BIN_EXE_conflux"),
+            "--parallelism",
+            "20",
+            "--task-managers",
+            "2",
+            "--task-duration-ms",
+            "400..500",
+        ])
+        .env("TMPDIR", dir.path())
+        .env_remove("RUST_LOG")
+        .output()
+    else {
+        println!("no python3: the script is not run");
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for part in [
+        "job: 20 x 20 blocking word count, 40 tasks, 2 TaskManagers: FINISHED",
+        "GET /jobs/overview at 20/s while the job ran: ",
+        "errors: none",
+        "GET /jobs/:jobid (gzip): 5 samples",
+        "GET /jobs/:jobid/vertices/:vid (gzip): 5 samples",
+        "JobManager's longest scheduler handler call: ",
+    ] {
+        assert!(stdout.contains(part), "{part} missing:\n{stdout}\n{stderr}");
+    }
+}

@@ -161,9 +161,10 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         options: args.job.options(&args.load)?,
     };
     let runtime = tokio_runtime()?;
-    let address = &args.jobmanager;
+    let address = args.jobmanager()?;
+    let token = args.token.token()?;
     let report = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(address, args.token.clone())
+        let mut client = JobManagerClient::connect(address, token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         let job = client.submit(submission).await.map_err(|e| match e {
@@ -180,7 +181,7 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         }
         // Drawn only on a terminal; stopped (and cleared) when the wait returns.
         let _progress = crate::progress::on_terminal()
-            .then(|| progress::follow(address.clone(), args.token.clone(), job));
+            .then(|| progress::follow(address.to_owned(), token.clone(), job));
         client.wait(job).await.map(Ok).map_err(|e| {
             if connection_lost(&e) {
                 Failure::Work(anyhow::anyhow!(
@@ -242,7 +243,7 @@ fn failed_if_failed(report: &conflux_runtime::JobReport) -> Result<(), Failure> 
 pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {
     let runtime = tokio_runtime()?;
     let jobs = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
+        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         client.list().await.map_err(|e| Failure::Work(e.into()))
@@ -317,7 +318,7 @@ pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
     let address = &args.jobmanager;
     let runtime = tokio_runtime()?;
     let (summary, report) = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(address, args.token.clone())
+        let mut client = JobManagerClient::connect(address, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         let summary = job_summary(&mut client, job, address).await?;
@@ -365,7 +366,7 @@ pub(crate) fn wait(args: &JobQueryArgs) -> Result<(), Failure> {
     let address = &args.jobmanager;
     let runtime = tokio_runtime()?;
     let report = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(address, args.token.clone())
+        let mut client = JobManagerClient::connect(address, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         client.wait(job).await.map_err(|e| {
@@ -387,7 +388,7 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
-        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
+        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         // The JobManager leaves an ended job as it ended: say so instead of "cancelling". A

@@ -25,11 +25,42 @@ pub(crate) struct LogArgs {
     pub(crate) log_format: LogFormat,
 }
 
+/// The daemons, which log at INFO by default.
+const DAEMONS: [&str; 4] = ["jobmanager", "taskmanager", "serve", "blob-server"];
+
+/// Installs the global subscriber for the command line `args` (the program first), before it is
+/// parsed, so that what parsing and the configuration warn about is logged: INFO for a daemon
+/// (the first argument not starting with `-` is the subcommand), warnings otherwise; JSON
+/// when `--log-format json` (or `--log-format=json`) is given.
+pub(crate) fn init_for(args: &[std::ffi::OsString]) {
+    let words: Vec<&str> = args.iter().skip(1).filter_map(|a| a.to_str()).collect();
+    let daemon = words
+        .iter()
+        .find(|w| !w.starts_with('-'))
+        .is_some_and(|w| DAEMONS.contains(w));
+    let json = words
+        .windows(2)
+        .any(|w| w[0] == "--log-format" && w[1] == "json")
+        || words.contains(&"--log-format=json");
+    init(
+        if daemon {
+            LevelFilter::INFO
+        } else {
+            LevelFilter::WARN
+        },
+        if json {
+            LogFormat::Json
+        } else {
+            LogFormat::Text
+        },
+    );
+}
+
 /// Installs the global subscriber: `RUST_LOG` directives (e.g. `debug`,
 /// `conflux=debug,conflux_blob=info`), `default` when unset; invalid directives are ignored
 /// rather than failing the command. Lines go to standard error, so that stdout carries only
 /// the report.
-pub(crate) fn init(default: LevelFilter, format: LogFormat) {
+fn init(default: LevelFilter, format: LogFormat) {
     let filter = EnvFilter::builder()
         .with_default_directive(default.into())
         .from_env_lossy();

@@ -13,7 +13,6 @@ use clap::{Parser, Subcommand, ValueEnum};
 use conflux_deploy::{OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE, DEFAULT_OFFLOAD_THRESHOLD_NUM};
 use conflux_graph::load::LoadOptions;
 use conflux_graph::{flink_plan, generate, limits, ResultPartitionType};
-use tracing_subscriber::filter::LevelFilter;
 
 mod batch;
 mod blobs;
@@ -31,7 +30,9 @@ mod progress;
 mod restart;
 mod run;
 mod s3;
+mod settings;
 mod speculative;
+mod token;
 mod usage;
 mod work_dir;
 
@@ -196,6 +197,8 @@ struct RunArgs {
     /// No progress bar.
     #[arg(help_heading = crate::headings::OUTPUT, long)]
     quiet: bool,
+    #[command(flatten)]
+    settings: settings::ConfigArgs,
 }
 
 #[derive(clap::Args)]
@@ -455,24 +458,25 @@ fn parse_partition_type(s: &str) -> Result<ResultPartitionType, String> {
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&args) {
+    // Before anything that may warn (the configuration's unknown keys): daemons say what they
+    // do at INFO, as Flink's processes; one-shot commands (and `cluster`, whose report is its
+    // output) only warn.
+    logging::init_for(&args);
+    // `--config` and `-D` become flags first (flag > -D > environment > file > default).
+    let applied = match settings::apply(&args) {
+        Ok(applied) => applied,
+        Err(settings::ApplyError::Usage(e)) => return usage::exit(&e, &args),
+        Err(settings::ApplyError::Config(failure)) => return failure.exit(Format::Text),
+    };
+    let mut cli = match Cli::try_parse_from(&applied.args) {
         Ok(cli) => cli,
-        Err(e) => {
-            logging::init(LevelFilter::WARN, logging::LogFormat::Text);
-            return usage::exit(&e, &args);
-        }
+        Err(e) => return usage::exit(&e, &args),
     };
-    // Daemons say what they do at INFO, as Flink's processes; one-shot commands (and `cluster`,
-    // whose report is its output) only warn.
-    let (level, log_format) = match &cli.command {
-        Command::Jobmanager(args) => (LevelFilter::INFO, args.log.log_format),
-        Command::Taskmanager(args) => (LevelFilter::INFO, args.log.log_format),
-        Command::Serve(args) => (LevelFilter::INFO, args.log.log_format),
-        Command::BlobServer(args) => (LevelFilter::INFO, args.log.log_format),
-        Command::Cluster(args) => (LevelFilter::WARN, args.log.log_format),
-        _ => (LevelFilter::WARN, logging::LogFormat::Text),
-    };
-    logging::init(level, log_format);
+    match &mut cli.command {
+        Command::Jobmanager(args) => args.settings.effective = applied.effective,
+        Command::Cluster(args) => args.settings.effective = applied.effective,
+        _ => {}
+    }
     let format = match &cli.command {
         Command::Inspect { format, .. } => format.report(),
         Command::Run(args) => args.format,

@@ -96,7 +96,7 @@ pub struct RpcFaults {
 }
 
 /// RPC settings shared by both sides.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct RpcConfig {
     /// A task submission not acknowledged within this fails that task, ms (Flink's ask
     /// timeout), counted from when it is handed to the connection's writer.
@@ -159,6 +159,10 @@ pub struct JobManagerConfig {
     /// tells which), so that JobManagers embedded side by side never collide; `conflux
     /// jobmanager` defaults to Flink's `rest.port`, 8081.
     pub rest_address: Option<SocketAddr>,
+    /// The effective configuration under Flink's keys as the CLI resolved it (flags, `-D`,
+    /// environment, `config.yaml`), secrets already hidden: `/jobmanager/config` lists it,
+    /// with the addresses the JobManager actually bound in place of the configured ones.
+    pub configuration: Vec<(String, String)>,
 }
 
 impl JobManagerConfig {
@@ -179,12 +183,13 @@ impl JobManagerConfig {
             max_job_memory_bytes: DEFAULT_MAX_JOB_MEMORY_BYTES,
             job_history: JobHistory::default(),
             rest_address: Some(SocketAddr::new(address.ip(), 0)),
+            configuration: Vec::new(),
         }
     }
 }
 
 /// Settings of a [`TaskManager`](crate::TaskManager).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TaskManagerConfig {
     /// The JobManager's `host:port`.
     pub jobmanager: String,
@@ -252,5 +257,61 @@ mod tests {
             super::MAX_SUBMISSION_BYTES as u64,
             conflux_graph::load::MAX_JOB_FILE_BYTES
         );
+    }
+}
+
+/// What `Debug` shows of a shared secret: whether there is one, never its text.
+fn hidden(token: Option<&String>) -> Option<&'static str> {
+    token.map(|_| "******")
+}
+
+impl std::fmt::Debug for RpcConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcConfig")
+            .field("timeout_ms", &self.timeout_ms)
+            .field("max_submissions_in_flight", &self.max_submissions_in_flight)
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("handshake_timeout_ms", &self.handshake_timeout_ms)
+            .field("token", &hidden(self.token.as_ref()))
+            .field("faults", &self.faults)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for TaskManagerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskManagerConfig")
+            .field("jobmanager", &self.jobmanager)
+            .field("slots", &self.slots)
+            .field("data_dir", &self.data_dir)
+            .field("advertised_host", &self.advertised_host)
+            .field("token", &hidden(self.token.as_ref()))
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("retry_interval_ms", &self.retry_interval_ms)
+            .field("heartbeat_timeout_ms", &self.heartbeat_timeout_ms)
+            .field("data_dir_max_bytes", &self.data_dir_max_bytes)
+            .field("data_max_connections", &self.data_max_connections)
+            .field("data_idle_timeout_ms", &self.data_idle_timeout_ms)
+            .field("slowdown", &self.slowdown)
+            .field("metrics_address", &self.metrics_address)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod secret_tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let mut tm = TaskManagerConfig::new("jm:6123", 1, "/tmp");
+        tm.token = Some("hunter2".into());
+        let mut jm = JobManagerConfig::new(([127, 0, 0, 1], 6123).into(), "/tmp");
+        jm.rpc.token = Some("hunter2".into());
+        for text in [format!("{tm:?}"), format!("{jm:?}")] {
+            assert!(!text.contains("hunter2"), "{text}");
+            assert!(text.contains("token: Some(\"******\")"), "{text}");
+        }
     }
 }

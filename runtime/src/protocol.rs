@@ -29,12 +29,22 @@ pub const PROTOCOL_VERSION: u32 = 6;
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
 
 /// The first frame a connecting peer sends (after the fixed prefix).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
     /// The shared secret, when the JobManager requires one.
     pub token: Option<String>,
     /// Who connects.
     pub role: Role,
+}
+
+impl std::fmt::Debug for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret itself never shows.
+        f.debug_struct("Hello")
+            .field("token", &self.token.as_ref().map(|_| "******"))
+            .field("role", &self.role)
+            .finish()
+    }
 }
 
 /// Who is connecting.

@@ -13,7 +13,9 @@ use conflux_runtime::protocol::JobOptions;
 use conflux_runtime::{JobHistory, JobManagerConfig, RpcFaults, TaskManagerConfig};
 
 use super::paths::{check_utf8, check_writable, Utf8Path};
+use crate::settings::ConfigArgs;
 use crate::speculative::{check_slowdown, SpeculativeArgs, SpeculativeOptionsArgs};
+use crate::token::TokenArgs;
 use crate::{Failure, Format, LoadArgs};
 
 /// Heartbeat flags (Flink's `heartbeat.interval` and `heartbeat.timeout`).
@@ -171,9 +173,8 @@ pub(crate) struct JobManagerArgs {
     /// The blob server's storage directory (default: a temporary directory, removed at exit).
     #[arg(help_heading = crate::headings::STORAGE, long, value_parser = Utf8Path)]
     pub(crate) blob_dir: Option<PathBuf>,
-    /// Shared secret TaskManagers and clients must present.
-    #[arg(help_heading = crate::headings::SERVER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Connections accepted at once.
     #[arg(help_heading = crate::headings::SERVER, long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub(crate) max_connections: u64,
@@ -197,6 +198,17 @@ pub(crate) struct JobManagerArgs {
     pub(crate) limits: JobManagerLimitsArgs,
     #[command(flatten)]
     pub(crate) speculative: SpeculativeOptionsArgs,
+    #[command(flatten)]
+    pub(crate) settings: ConfigArgs,
+}
+
+/// A flag that the command line or the configuration must give.
+fn required<T>(value: Option<T>, flag: &str, key: &str) -> Result<T, Failure> {
+    value.ok_or_else(|| {
+        Failure::input(anyhow!(
+            "{flag} (or {key} in the configuration) is required"
+        ))
+    })
 }
 
 /// Where the REST API binds: `host` (a name or an IP; default `default_ip`) and `port`.
@@ -274,7 +286,8 @@ impl JobManagerArgs {
             self.seed,
         )?;
         config.advertised_host = self.advertised_address.as_deref().map(host_of);
-        config.rpc.token.clone_from(&self.token);
+        config.rpc.token = self.token.token()?;
+        config.configuration.clone_from(&self.settings.effective);
         config.max_connections = usize::try_from(self.max_connections).unwrap_or(65_536);
         config.scheduler.speculative = self.speculative.options()?;
         config.rest_address = Some(rest_address(
@@ -292,13 +305,13 @@ pub(crate) struct TaskManagerArgs {
     /// Log output.
     #[command(flatten)]
     pub(crate) log: crate::logging::LogArgs,
-
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (required here or as `jobmanager.rpc.address` in the
+    /// configuration).
     #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) jobmanager: String,
-    /// Slots offered, 1 to 65,536.
+    pub(crate) jobmanager: Option<String>,
+    /// Slots offered, 1 to 65,536 (required here or as `taskmanager.numberOfTaskSlots`).
     #[arg(help_heading = crate::headings::CLUSTER, long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
-    pub(crate) slots: u32,
+    pub(crate) slots: Option<u32>,
     /// Working directory (blob cache, partitions); default: a temporary directory, removed at
     /// exit. Its partitions are deleted at exit either way.
     #[arg(help_heading = crate::headings::STORAGE, long, value_parser = Utf8Path)]
@@ -306,9 +319,8 @@ pub(crate) struct TaskManagerArgs {
     /// The IP its data server binds and advertises in ShuffleDescriptors (default 127.0.0.1).
     #[arg(help_heading = crate::headings::CLUSTER, long, default_value = "127.0.0.1")]
     pub(crate) advertised_address: std::net::IpAddr,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Without a heartbeat request for this long the JobManager is lost, ms (default: the
     /// JobManager's heartbeat timeout).
     #[arg(help_heading = crate::headings::HEARTBEATS, long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
@@ -329,6 +341,8 @@ pub(crate) struct TaskManagerArgs {
     /// outlives it).
     #[arg(long, hide = true)]
     pub(crate) exit_with_parent: bool,
+    #[command(flatten)]
+    pub(crate) settings: ConfigArgs,
 }
 
 impl TaskManagerArgs {
@@ -336,9 +350,15 @@ impl TaskManagerArgs {
         // Without --data-dir, `taskmanager` sets its working directory once the flags are
         // valid.
         let data_dir = self.data_dir.clone().unwrap_or_default();
-        let mut config = TaskManagerConfig::new(self.jobmanager.clone(), self.slots, data_dir);
+        let jobmanager = required(
+            self.jobmanager.clone(),
+            "--jobmanager",
+            "jobmanager.rpc.address",
+        )?;
+        let slots = required(self.slots, "--slots", "taskmanager.numberOfTaskSlots")?;
+        let mut config = TaskManagerConfig::new(jobmanager, slots, data_dir);
         config.advertised_host = self.advertised_address;
-        config.token.clone_from(&self.token);
+        config.token = self.token.token()?;
         config.heartbeat_timeout_ms = self.heartbeat_timeout_ms;
         config.data_dir_max_bytes = self.data_dir_max_bytes;
         check_slowdown(self.slowdown)?;
@@ -356,12 +376,12 @@ pub(crate) struct SubmitArgs {
     pub(crate) file: PathBuf,
     #[command(flatten)]
     pub(crate) load: LoadArgs,
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (required here, in CONFLUX_JOBMANAGER or as
+    /// `jobmanager.rpc.address` in the configuration).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
-    pub(crate) jobmanager: String,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     #[command(flatten)]
     pub(crate) job: JobArgs,
     /// Print the job id and return instead of waiting for the job's end.
@@ -370,6 +390,17 @@ pub(crate) struct SubmitArgs {
     /// Output format.
     #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
+    #[command(flatten)]
+    pub(crate) settings: ConfigArgs,
+}
+
+impl SubmitArgs {
+    /// The JobManager's HOST:PORT.
+    pub(crate) fn jobmanager(&self) -> Result<&str, Failure> {
+        self.jobmanager
+            .as_deref()
+            .ok_or_else(|| Failure::input(anyhow!("--jobmanager (or CONFLUX_JOBMANAGER, or jobmanager.rpc.address in the configuration) is required")))
+    }
 }
 
 /// `conflux list`.
@@ -388,9 +419,8 @@ pub(crate) struct ListArgs {
     /// `-s` or `-a`: running and scheduled jobs (Flink's default).
     #[arg(short, long)]
     pub(crate) all: bool,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Output format.
     #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
@@ -404,9 +434,8 @@ pub(crate) struct CancelArgs {
     /// The JobManager's HOST:PORT.
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
     pub(crate) jobmanager: String,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
 }
 
 /// `conflux status` and `conflux wait`: one job on one JobManager.
@@ -417,9 +446,8 @@ pub(crate) struct JobQueryArgs {
     /// The JobManager's HOST:PORT.
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
     pub(crate) jobmanager: String,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Output format.
     #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
@@ -458,6 +486,8 @@ pub(crate) struct ClusterArgs {
     pub(crate) speculative: SpeculativeArgs,
     #[command(flatten)]
     pub(crate) heartbeat: HeartbeatArgs,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Per-TaskManager quota of partition files, bytes (each child's `--data-dir-max-bytes`).
     #[arg(help_heading = crate::headings::DATA, long)]
     pub(crate) data_dir_max_bytes: Option<u64>,
@@ -468,6 +498,8 @@ pub(crate) struct ClusterArgs {
     /// Output format.
     #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
+    #[command(flatten)]
+    pub(crate) settings: ConfigArgs,
 }
 
 impl ClusterArgs {

@@ -6,13 +6,15 @@
 mod args;
 mod local;
 mod paths;
+mod progress;
 mod render;
+mod summary;
 
 use std::time::Duration;
 
 use anyhow::Context as _;
 use conflux_runtime::connection::RpcError;
-use conflux_runtime::protocol::JobSubmission;
+use conflux_runtime::protocol::{JobSubmission, JobSummary};
 use conflux_runtime::{ClientError, JobManager, JobManagerClient, TaskManager};
 
 use crate::output;
@@ -104,12 +106,15 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
     let runtime = jobmanager_runtime()?;
     let result = runtime.block_on(async {
         let jm = JobManager::start(config).await.map_err(Failure::input)?;
-        eprintln!(
-            "JobManager listening on {} (blob server {}, REST API {}); Ctrl-C stops it",
-            jm.address(),
-            jm.blob_server_url(),
-            rest_url(&jm),
-        );
+        // The JobManager logs where it listens at INFO; said here when that line is filtered out.
+        if !tracing::enabled!(target: "conflux_runtime::jobmanager", tracing::Level::INFO) {
+            eprintln!(
+                "JobManager listening on {} (blob server {}, REST API {}); Ctrl-C stops it",
+                jm.address(),
+                jm.blob_server_url(),
+                rest_url(&jm),
+            );
+        }
         work_dir::stop_requested().await;
         shutdown_within_grace(jm).await;
         Ok(())
@@ -159,7 +164,7 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
     let address = args.jobmanager()?;
     let token = args.token.token()?;
     let report = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(address, token)
+        let mut client = JobManagerClient::connect(address, token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         let job = client.submit(submission).await.map_err(|e| match e {
@@ -174,6 +179,9 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         if args.detached {
             return Ok(Err(job));
         }
+        // Drawn only on a terminal; stopped (and cleared) when the wait returns.
+        let _progress = crate::progress::on_terminal()
+            .then(|| progress::follow(address.to_owned(), token.clone(), job));
         client.wait(job).await.map(Ok).map_err(|e| {
             if connection_lost(&e) {
                 Failure::Work(anyhow::anyhow!(
@@ -240,24 +248,37 @@ pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Work(e.into()))?;
         client.list().await.map_err(|e| Failure::Work(e.into()))
     })?;
+    let selection = summary::Selection::from_flags(args.running, args.scheduled, args.all);
+    let shown: Vec<&JobSummary> = jobs.iter().filter(|j| selection.shows(j)).collect();
     match args.format {
         Format::Json => output::print_json(&serde_json::json!({
-            "jobs": jobs.iter().map(|j| serde_json::json!({
-                "job_id": j.job.to_string(), "name": j.name, "status": j.status,
-            })).collect::<Vec<_>>(),
+            "jobs": shown.iter().map(|j| summary::json(j)).collect::<Vec<_>>(),
         })),
         Format::Text => {
             let mut text = String::new();
-            for j in &jobs {
+            for j in &shown {
                 text.push_str(&format!(
-                    "{}  {:<9}  {}\n",
+                    "{}  {:<10}  {}  {:>9}  {:>7}  {}\n",
                     j.job,
                     j.status,
+                    summary::time(j.start_ms),
+                    summary::duration(j.duration_ms),
+                    format!("{}/{}", j.finished_tasks(), j.total_tasks()),
                     crate::failure::escape_controls(&j.name)
                 ));
             }
             if jobs.is_empty() {
                 text.push_str("no jobs\n");
+            } else if shown.is_empty() {
+                text.push_str(&format!(
+                    "no {} jobs ({} in all: `list -a` shows them)\n",
+                    match (selection.running, selection.scheduled) {
+                        (true, false) => "running",
+                        (false, true) => "scheduled",
+                        _ => "running or scheduled",
+                    },
+                    jobs.len()
+                ));
             }
             output::print(&text)
         }
@@ -273,14 +294,25 @@ fn parse_job_id(text: &str) -> Result<conflux_blob::JobId, Failure> {
     })
 }
 
-/// Whether a job table status (`QUEUED`, `RUNNING`, or the final status) is a final one.
-fn ended(status: &str) -> bool {
-    status != "QUEUED" && status != "RUNNING"
+/// One job's summary (a per-job request: the job table is not fetched); exit 1 for a job the
+/// JobManager does not know (never submitted, or gone from its job history).
+async fn job_summary(
+    client: &mut JobManagerClient,
+    job: conflux_blob::JobId,
+    address: &str,
+) -> Result<JobSummary, Failure> {
+    client.status(job).await.map_err(|e| match e {
+        ClientError::JobManager(_) => Failure::Work(anyhow::anyhow!(
+            "no job {job} on the JobManager at {address} (never submitted there, or no \
+             longer in its job history)"
+        )),
+        e => Failure::Work(e.into()),
+    })
 }
 
-/// `conflux status`: the job's row of the JobManager's job table (`list`), and for an ended
-/// job its report (a wait on an ended job answers at once). Exit 1 for a job the JobManager
-/// does not know (never submitted, or gone from its job history).
+/// `conflux status`: the job's state, tasks by state, start time and duration, and for an
+/// ended job its report (a wait on an ended job answers at once). Exit 1 for a job the
+/// JobManager does not know (never submitted, or gone from its job history).
 pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
     let address = &args.jobmanager;
@@ -289,15 +321,9 @@ pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
         let mut client = JobManagerClient::connect(address, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
-        let jobs = client.list().await.map_err(|e| Failure::Work(e.into()))?;
-        let summary = jobs.into_iter().find(|j| j.job == job).ok_or_else(|| {
-            Failure::Work(anyhow::anyhow!(
-                "no job {job} on the JobManager at {address} (never submitted there, or no \
-                 longer in its job history)"
-            ))
-        })?;
+        let summary = job_summary(&mut client, job, address).await?;
         // The job may leave the history in between: then there is no report to add.
-        let report = if ended(&summary.status) {
+        let report = if summary.ended() {
             client.wait(job).await.ok()
         } else {
             None
@@ -305,24 +331,27 @@ pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
         Ok::<_, Failure>((summary, report))
     })?;
     match args.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "job_id": summary.job.to_string(),
-            "name": summary.name,
-            "status": summary.status,
-            "report": report,
-        })),
+        Format::Json => {
+            let mut value = summary::json(&summary);
+            value["report"] = serde_json::to_value(&report)
+                .context("encoding the report")
+                .map_err(Failure::Work)?;
+            output::print_json(&value)
+        }
         Format::Text => {
             let mut line = format!(
-                "{}  {}  {}",
+                "{}  {}  {}  tasks {}/{} finished ({})  started {}  duration {}",
                 summary.status,
                 summary.job,
-                crate::failure::escape_controls(&summary.name)
+                crate::failure::escape_controls(&summary.name),
+                summary.finished_tasks(),
+                summary.total_tasks(),
+                summary::states(&summary),
+                summary::time(summary.start_ms),
+                summary::duration(summary.duration_ms),
             );
-            if let Some(r) = &report {
-                line.push_str(&format!("  {} tasks  {:.0} ms", r.tasks, r.wall_ms.total));
-                if let Some(reason) = &r.failure_reason {
-                    line.push_str(&format!("  {}", crate::failure::escape_controls(reason)));
-                }
+            if let Some(reason) = report.as_ref().and_then(|r| r.failure_reason.as_ref()) {
+                line.push_str(&format!("  {}", crate::failure::escape_controls(reason)));
             }
             line.push('\n');
             output::print(&line)
@@ -364,11 +393,14 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
             .map_err(|e| Failure::Work(e.into()))?;
         // The JobManager leaves an ended job as it ended: say so instead of "cancelling". A
         // job that ends between the two requests is cancelled as a running one (a no-op).
-        let jobs = client.list().await.map_err(|e| Failure::Work(e.into()))?;
-        if let Some(ended) = jobs.iter().find(|j| j.job == job && ended(&j.status)) {
+        let summary = client.status(job).await.map_err(|e| match e {
+            ClientError::JobManager(_) => Failure::input(anyhow::Error::new(e)),
+            e => Failure::Work(e.into()),
+        })?;
+        if summary.ended() {
             return Err(Failure::Work(anyhow::anyhow!(
                 "job {job} already ended {}: nothing to cancel",
-                ended.status
+                summary.status
             )));
         }
         client

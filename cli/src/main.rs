@@ -203,6 +203,10 @@ struct RunArgs {
 
 #[derive(clap::Args)]
 struct BlobServerArgs {
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
+
     /// Storage directory (local files); created if missing.
     #[arg(help_heading = crate::headings::STORAGE, long)]
     storage_dir: PathBuf,
@@ -453,8 +457,11 @@ fn parse_partition_type(s: &str) -> Result<ResultPartitionType, String> {
 }
 
 fn main() -> ExitCode {
-    logging::init();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Before anything that may warn (the configuration's unknown keys): daemons say what they
+    // do at INFO, as Flink's processes; one-shot commands (and `cluster`, whose report is its
+    // output) only warn.
+    logging::init_for(&args);
     // `--config` and `-D` become flags first (flag > -D > environment > file > default).
     let applied = match settings::apply(&args) {
         Ok(applied) => applied,
@@ -756,12 +763,16 @@ fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
         "starting the blob server"
     );
     let server = BlobServer::start_blocking(config).map_err(Failure::input)?;
-    tracing::info!(url = %server.url(), "blob server listening");
-    eprintln!(
-        "blob server listening on {} (storage {}); Ctrl-C stops it",
+    let line = format!(
+        "blob server listening on {} (storage {})",
         server.url(),
         args.storage_dir.display()
     );
+    if tracing::enabled!(tracing::Level::INFO) {
+        tracing::info!(url = %server.url(), storage = %args.storage_dir.display(), "{line}");
+    } else {
+        eprintln!("{line}; Ctrl-C stops it");
+    }
     loop {
         std::thread::park();
     }

@@ -352,7 +352,14 @@ impl JobManager {
             });
             (stop, task)
         });
-        tracing::info!(%address, blob_server = %shared.blob_server_url, rest = ?rest_address, "JobManager started");
+        let rest_url = rest_address.map_or_else(|| "none".to_owned(), |a| format!("http://{a}"));
+        tracing::info!(
+            %address,
+            blob_server = %shared.blob_server_url,
+            rest = %rest_url,
+            "JobManager listening on {address} (blob server {}, REST API {rest_url})",
+            shared.blob_server_url
+        );
         Ok(JobManager {
             shared,
             address,
@@ -590,7 +597,7 @@ pub(crate) async fn admit(
     }
     let queued = QueuedJob {
         id,
-        name,
+        name: name.clone(),
         secret,
         recovery,
         graph_bytes: job.heap_bytes() as u64,
@@ -610,7 +617,7 @@ pub(crate) async fn admit(
         }
         return Err(e);
     }
-    tracing::info!(job = %id, source = %source_name, "job submitted");
+    tracing::info!(job = %id, source = %source_name, "Received JobGraph submission '{name}' ({id}).");
     Ok(id)
 }
 
@@ -635,7 +642,7 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
         recovery_timeout_ms: shared.config.job_recovery_timeout_ms,
     };
     while let Some((job, sender, events)) = shared.jobs.next() {
-        tracing::info!(job = %job.id, name = %job.name, "job running");
+        tracing::info!(job = %job.id, "Starting execution of job '{}' ({}).", job.name, job.id);
         let id = job.id;
         let report = job_loop::run_job(&ctx, job, shared.config.scheduler, sender, &events);
         // A job whose loop never ran (its scheduler or descriptors could not be set up) ends
@@ -647,7 +654,7 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
                 report.failure_reason.as_deref(),
             );
         }
-        tracing::info!(job = %id, status = %report.status, "job ended");
+        tracing::info!(job = %id, status = %report.status, "Job {id} reached terminal state {}.", report.status);
         // A job cancelled by the JobManager's shutdown stays in the storage directory for the
         // next JobManager; any other end is recorded before clients hear of it.
         if let Some(store) = &shared.store {

@@ -22,9 +22,10 @@ pub use crate::secret::Secret;
 /// submissions their job's data secret, the welcome names the jobs whose partitions a
 /// TaskManager keeps, and task metrics carry the bytes read (versions 3 and 4 named builds
 /// with only some of these). Version 6: heartbeat requests name the last answer received (the
-/// TaskManager's commit lease), task metrics carry the partition request retries, and a
+/// TaskManager's commit lease), task metrics carry the partition request retries, a
 /// registering TaskManager lists the finished partitions it holds
-/// ([`TaskManagerRegistration::held_partitions`]), for batch job recovery.
+/// ([`TaskManagerRegistration::held_partitions`]), for batch job recovery, job summaries carry
+/// start, end, duration and tasks by state, and a client may ask for one job's summary.
 pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The first four bytes of a handshake frame.
@@ -477,18 +478,55 @@ pub enum ClientRequest {
     Cancel(JobId),
     /// Wait for a job to end; answered with [`ClientResponse::Report`] (as JSON).
     Wait(JobId),
+    /// One job's summary; answered with [`ClientResponse::Job`] (or an error for a job the
+    /// JobManager does not know). O(job vertices), never the whole job table.
+    Status(JobId),
 }
 
-/// One job as `list` shows it.
+/// One job as `list` and `status` show it (the fields of Flink's `JobDetails`, which
+/// `/jobs/overview` lists).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobSummary {
     /// Its id.
     pub job: JobId,
     /// Its name.
     pub name: String,
-    /// `QUEUED` (waiting for the job before it), or a [`JobStatus`](conflux_scheduler::JobStatus)
-    /// name.
+    /// `QUEUED` (waiting for the job before it), else its status as the REST API shows it:
+    /// one of Flink's `JobStatus` names (`CREATED`, `RUNNING`, `RESTARTING` while tasks wait
+    /// out a restart delay, `FAILING`, `CANCELLING`, then `FINISHED`, `FAILED` or `CANCELED`).
     pub status: String,
+    /// When it was submitted, epoch ms (Flink's `start-time`).
+    pub start_ms: i64,
+    /// When it ended, epoch ms; -1 while it has not (Flink's `end-time`).
+    pub end_ms: i64,
+    /// Its end (or the JobManager's now, while it runs) minus its start, ms (Flink's
+    /// `duration`).
+    pub duration_ms: i64,
+    /// Its tasks per state, in the order of Flink's `ExecutionState` (`CREATED`, `SCHEDULED`,
+    /// `DEPLOYING`, `RUNNING`, `FINISHED`, `CANCELING`, `CANCELED`, `FAILED`, `RECONCILING`,
+    /// `INITIALIZING`), as the REST view last published them.
+    pub tasks: [u32; 10],
+}
+
+impl JobSummary {
+    /// Whether the job ended: `FINISHED`, `FAILED`, `CANCELED` (or `SUSPENDED`), Flink's
+    /// globally terminal states.
+    pub fn ended(&self) -> bool {
+        matches!(
+            self.status.as_str(),
+            "FINISHED" | "FAILED" | "CANCELED" | "SUSPENDED"
+        )
+    }
+
+    /// Its tasks, all states together.
+    pub fn total_tasks(&self) -> u64 {
+        self.tasks.iter().map(|&n| u64::from(n)).sum()
+    }
+
+    /// Its finished tasks.
+    pub fn finished_tasks(&self) -> u32 {
+        self.tasks[4]
+    }
 }
 
 /// The JobManager's answer to a client.
@@ -504,4 +542,6 @@ pub enum ClientResponse {
     Report(String),
     /// The request failed, and why.
     Error(String),
+    /// One job's summary.
+    Job(JobSummary),
 }

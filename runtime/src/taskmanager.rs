@@ -175,7 +175,7 @@ impl TaskManager {
         let counters = Arc::new(Counters::default());
         let metrics = Arc::new(TaskManagerMetrics::new());
         // Stopped when `run` returns or is dropped.
-        let _metrics_server = match config.metrics_address {
+        let metrics_server = match config.metrics_address {
             Some(address) => Some(
                 metrics_server::start(address, Arc::clone(&metrics), Arc::clone(&counters))
                     .await
@@ -183,6 +183,19 @@ impl TaskManager {
             ),
             None => None,
         };
+        let metrics_url = metrics_server.as_ref().map_or_else(
+            || "off".to_owned(),
+            |m| format!("http://{}/metrics", m.address),
+        );
+        tracing::info!(
+            data_address = %data_address,
+            metrics = %metrics_url,
+            jobmanager = %config.jobmanager,
+            slots = config.slots,
+            "TaskManager started: data server on {data_address}, metrics {metrics_url}; \
+             registering with the JobManager at {}",
+            config.jobmanager
+        );
         let gates = GateLoader::start()
             .map_err(|e| TaskManagerError::Setup(format!("gate loader thread: {e}")))?;
         let hello = Hello {
@@ -207,6 +220,7 @@ impl TaskManager {
         .await;
         // What the TaskManager made in its data directory goes with it.
         drop(data_server);
+        drop(metrics_server);
         partitions.release_all();
         result
     }

@@ -159,6 +159,10 @@ fn check_heartbeats(h: &HeartbeatArgs) -> Result<(), Failure> {
 /// `conflux jobmanager`.
 #[derive(clap::Args)]
 pub(crate) struct JobManagerArgs {
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
+
     /// Listen address for TaskManagers and clients (Flink's port 6123).
     #[arg(help_heading = crate::headings::SERVER, long, default_value = "127.0.0.1:6123")]
     pub(crate) address: SocketAddr,
@@ -317,6 +321,9 @@ impl JobManagerArgs {
 /// `conflux taskmanager`.
 #[derive(clap::Args)]
 pub(crate) struct TaskManagerArgs {
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
     /// The JobManager's HOST:PORT (required here or as `jobmanager.rpc.address` in the
     /// configuration).
     #[arg(help_heading = crate::headings::CLUSTER, long)]
@@ -470,6 +477,16 @@ pub(crate) struct ListArgs {
     /// The JobManager's HOST:PORT.
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
     pub(crate) jobmanager: String,
+    /// Only running jobs (and restarting, failing, cancelling ones), as Flink's `flink list -r`.
+    #[arg(short, long)]
+    pub(crate) running: bool,
+    /// Only scheduled jobs (queued or created, not started yet), as `flink list -s`.
+    #[arg(short, long)]
+    pub(crate) scheduled: bool,
+    /// Every job the JobManager keeps, ended ones included, as `flink list -a`. Without `-r`,
+    /// `-s` or `-a`: running and scheduled jobs (Flink's default).
+    #[arg(short, long)]
+    pub(crate) all: bool,
     #[command(flatten)]
     pub(crate) token: TokenArgs,
     /// Output format.
@@ -507,6 +524,10 @@ pub(crate) struct JobQueryArgs {
 /// `conflux cluster`.
 #[derive(clap::Args)]
 pub(crate) struct ClusterArgs {
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
+
     /// Job graph JSON or Flink JSON plan (`-` for standard input).
     pub(crate) file: PathBuf,
     #[command(flatten)]

@@ -185,13 +185,21 @@ async fn run_on(
     for i in 0..args.task_managers {
         let slowdown = args.slowdown_of(i)?;
         let mut command = taskmanager_command(&exe);
+        // A TaskManager daemon logs at INFO by default; as children of one run they only warn,
+        // unless RUST_LOG says otherwise (it is inherited).
+        if std::env::var_os("RUST_LOG").is_none() {
+            command.env("RUST_LOG", "warn");
+        }
         // The secret goes in the child's environment: its command line is visible to `ps`.
         command.env_remove(crate::token::TOKEN_ENV);
         if let Some(token) = &token {
             command.env(crate::token::TOKEN_ENV, token);
         }
+        command.arg("taskmanager");
+        if args.log.log_format == crate::logging::LogFormat::Json {
+            command.args(["--log-format", "json"]);
+        }
         let child = command
-            .arg("taskmanager")
             .arg("--jobmanager")
             .arg(jm.address().to_string())
             .arg("--slots")

@@ -142,6 +142,29 @@ impl Table {
     }
 }
 
+/// A job's summary at `now_ms`, from its table entry and its view's latest snapshot: a running
+/// job shows the status the REST API shows (RESTARTING, FAILING, ... as the job loop
+/// published it), not just RUNNING.
+fn summary(id: JobId, e: &JobEntry, now_ms: i64) -> JobSummary {
+    let snapshot = e.view.snapshot();
+    let status = match e.phase {
+        Phase::Running(_) => snapshot.status.as_str().to_owned(),
+        Phase::Queued(_) | Phase::Ended => e.status.clone(),
+    };
+    let start_ms = snapshot.start_ms();
+    let end_ms = snapshot.end_ms();
+    let duration_ms = if end_ms >= 0 { end_ms } else { now_ms } - start_ms;
+    JobSummary {
+        job: id,
+        name: e.name.clone(),
+        status,
+        start_ms,
+        end_ms,
+        duration_ms: duration_ms.max(0),
+        tasks: snapshot.task_counts(),
+    }
+}
+
 /// Every job the JobManager knows: the queued, the running one, and the history.
 pub(crate) struct Jobs {
     table: Mutex<Table>,
@@ -253,21 +276,27 @@ impl Jobs {
         }
     }
 
-    /// The jobs in submission order: queued, running, and the history.
+    /// The jobs in submission order: queued, running, and the history. O(jobs x job
+    /// vertices).
     pub(crate) fn list(&self) -> Vec<JobSummary> {
         let mut table = self.lock();
         table.expire(self.history);
+        let now = conflux_rest::now_ms();
         table
             .order
             .values()
-            .filter_map(|id| {
-                table.entries.get(id).map(|e| JobSummary {
-                    job: *id,
-                    name: e.name.clone(),
-                    status: e.status.clone(),
-                })
-            })
+            .filter_map(|id| table.entries.get(id).map(|e| summary(*id, e, now)))
             .collect()
+    }
+
+    /// One job's summary (`None`: unknown, or gone from the history). O(job vertices).
+    pub(crate) fn summary(&self, id: JobId) -> Option<JobSummary> {
+        let mut table = self.lock();
+        table.expire(self.history);
+        table
+            .entries
+            .get(&id)
+            .map(|e| summary(id, e, conflux_rest::now_ms()))
     }
 
     /// Every job's view, in submission order.

@@ -18,7 +18,7 @@ use crate::connection::{
 };
 use crate::jobmanager::job_loop::LoopEvent;
 use crate::jobmanager::registry::{LossReason, Outbox, OutboxReceiver};
-use crate::jobmanager::{submit, Shared};
+use crate::jobmanager::{submit, JobManagerError, Shared};
 use crate::protocol::{
     ClientRequest, ClientResponse, HandshakeReply, Hello, Role, TaskManagerRegistration,
     ToJobManager, Welcome,
@@ -363,6 +363,10 @@ async fn serve_client(
                 Err(e) => ClientResponse::Error(e.to_string()),
             },
             ClientRequest::List => ClientResponse::Jobs(shared.jobs.list()),
+            ClientRequest::Status(job) => match shared.jobs.summary(job) {
+                Some(summary) => ClientResponse::Job(summary),
+                None => ClientResponse::Error(JobManagerError::UnknownJob(job).to_string()),
+            },
             ClientRequest::Cancel(job) => match shared.jobs.cancel(job) {
                 Ok(()) => ClientResponse::Canceled(job),
                 Err(e) => ClientResponse::Error(e.to_string()),

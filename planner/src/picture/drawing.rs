@@ -46,7 +46,7 @@ pub struct VertexBox {
     pub id: String,
     /// The box.
     pub rect: Rect,
-    /// The name (Flink's, else the id) wrapped to at most [`NAME_LINES`] lines.
+    /// The name (Flink's, else the id) wrapped to at most 3 lines (`NAME_LINES`).
     pub lines: Vec<String>,
     /// Its logical pipelined region.
     pub logical_region: usize,
@@ -64,7 +64,7 @@ pub struct EdgeLine {
     /// The label's lines (ship strategy, partition type, and with edge statistics channels and
     /// buffers).
     pub label: Vec<String>,
-    /// The label's box; absent above [`MAX_PLACED_LABELS`] edges.
+    /// The label's box; absent above 600 edges (`MAX_PLACED_LABELS`).
     pub label_rect: Option<Rect>,
 }
 

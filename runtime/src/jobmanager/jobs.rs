@@ -521,9 +521,11 @@ mod tests {
         let (_running, _sender, events) = jobs.next().unwrap();
         jobs.close();
         assert!(matches!(events.try_recv(), Ok(LoopEvent::Cancel)));
+        // A running job shows its view's status; its loop never started here, so no execution
+        // graph view was published: Flink's CREATED.
         assert_eq!(
             statuses(&jobs),
-            [(1, "RUNNING".to_owned()), (2, "CANCELED".to_owned())]
+            [(1, "CREATED".to_owned()), (2, "CANCELED".to_owned())]
         );
         assert!(jobs.next().is_none());
         assert!(matches!(

@@ -25,7 +25,7 @@ fn crates() -> Vec<PathBuf> {
 /// Circles found when this check was written, each as its crate and the files of its knot (a
 /// strongly connected component), not yet taken apart. A knot found is tolerated only when all
 /// its files are in one entry here; an entry that matches no knot any more fails the test, so
-/// the list only shrinks. Nothing may be added to it.
+/// the list only shrinks. Nothing may be added to it. `MODULE_WALLS_ALL=1` reports these too.
 const KNOWN: &[(&str, &[&str])] = &[
     ("adaptive", &["src/decider.rs", "src/options.rs"]),
     ("blob-api", &["src/error.rs", "src/key.rs"]),
@@ -121,10 +121,8 @@ const KNOWN: &[(&str, &[&str])] = &[
         &[
             "src/jobmanager.rs",
             "src/jobmanager/job_loop.rs",
-            "src/jobmanager/job_loop/submissions.rs",
             "src/jobmanager/jobs.rs",
             "src/jobmanager/recovery.rs",
-            "src/jobmanager/registry.rs",
             "src/jobmanager/rest_backend.rs",
             "src/jobmanager/server.rs",
         ],
@@ -183,13 +181,13 @@ fn no_crate_has_a_module_circle() {
                 *krate == name && files.iter().all(|f| knot.contains(&f.as_str()))
             });
             match known {
-                Some(k) => matched[k] = true,
-                None => report.push(format!("{name}: {c}")),
+                Some(k) if std::env::var_os("MODULE_WALLS_ALL").is_none() => matched[k] = true,
+                _ => report.push(format!("{name}: {c}")),
             }
         }
     }
     for (k, (krate, knot)) in KNOWN.iter().enumerate() {
-        if !matched[k] {
+        if !matched[k] && std::env::var_os("MODULE_WALLS_ALL").is_none() {
             report.push(format!(
                 "{krate}: the known knot {knot:?} is gone: remove it from KNOWN"
             ));

@@ -22,15 +22,15 @@ use conflux_graph::{
 };
 
 use crate::adaptive::AdaptiveState;
+use crate::api::StateTransition;
 use crate::api::{Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError};
-use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
-use crate::failure_handling::TaskFailure;
 use crate::restart_backoff::{PendingRestart, RestartBackoff};
 use crate::scheduling_strategy::topology::SchedulingTopology;
 use crate::slot_pool::{SlotPool, NO_REQUEST};
 use crate::speculative::SpeculativeState;
+use crate::task_failure::TaskFailure;
 use crate::trace::TraceDigest;
-use crate::transitions::StateTransition;
+use crate::work_budget::{Budget, FinishRun, ResetRun, ScheduleRun};
 
 /// `Scheduler::location` of a vertex never given a slot.
 pub(crate) const NO_LOCATION: u32 = u32::MAX;

@@ -137,19 +137,6 @@ const KNOWN: &[(&str, &[&str])] = &[
             "src/taskmanager/wordcount.rs",
         ],
     ),
-    (
-        "scheduler",
-        &[
-            "src/adaptive.rs",
-            "src/continuation.rs",
-            "src/failure_handling.rs",
-            "src/scheduler.rs",
-            "src/scheduling_strategy.rs",
-            "src/slot_pool.rs",
-            "src/speculative.rs",
-            "src/transitions.rs",
-        ],
-    ),
 ];
 
 #[test]

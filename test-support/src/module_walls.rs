@@ -7,7 +7,8 @@
 //! the `use` bindings of that module (re-exports such as `pub use scheduler::Scheduler` lead to
 //! the file that defines `Scheduler`). Doc links and comments are not paths, so they do not count;
 //! paths inside macro invocations do (`matches!(e, crate::api::Event::Tick)`). A `mod` declaration
-//! alone is no reference: a parent may declare a child that refers back to it.
+//! alone is no reference: a parent may declare a child that refers back to it. Items compiled for
+//! tests only (`#[cfg(test)]`, e.g. a `mod tests`) are left out: tests may use anything.
 //!
 //! A **circle** is a file that reaches itself through references of other files. [`circles`]
 //! finds them per crate root (`src/lib.rs`, `src/main.rs`, `src/bin/*.rs`): one circle per
@@ -231,6 +232,9 @@ impl CrateGraph {
         path: &Path,
     ) -> Result<(), ModuleGraphError> {
         for item in items {
+            if is_cfg_test(item) {
+                continue;
+            }
             match item {
                 syn::Item::Mod(m) => {
                     let name = m.ident.to_string();
@@ -574,6 +578,28 @@ fn strongly_connected(succ: &[Vec<usize>]) -> Vec<Vec<usize>> {
     out
 }
 
+/// Whether an item is compiled for tests only (`#[cfg(test)]`): test code may use anything of
+/// its crate, so its paths are no part of the layering.
+fn is_cfg_test(item: &syn::Item) -> bool {
+    let attrs = match item {
+        syn::Item::Mod(i) => &i.attrs,
+        syn::Item::Fn(i) => &i.attrs,
+        syn::Item::Impl(i) => &i.attrs,
+        syn::Item::Use(i) => &i.attrs,
+        syn::Item::Struct(i) => &i.attrs,
+        syn::Item::Enum(i) => &i.attrs,
+        syn::Item::Const(i) => &i.attrs,
+        syn::Item::Static(i) => &i.attrs,
+        syn::Item::Trait(i) => &i.attrs,
+        syn::Item::Type(i) => &i.attrs,
+        _ => return false,
+    };
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && matches!(&a.meta, syn::Meta::List(l) if l.tokens.to_string() == "test")
+    })
+}
+
 fn item_name(item: &syn::Item) -> Option<String> {
     let ident = match item {
         syn::Item::Const(i) => &i.ident,
@@ -808,6 +834,17 @@ mod tests {
                 "a.rs",
                 "/// See [`crate::b::B`].\n// crate::b::B\npub struct A;\n\
                  #[cfg(test)]\nmod tests {\n    use super::*;\n}\n",
+            ),
+            ("b.rs", "pub struct B;\nfn f() { let _ = crate::a::A; }\n"),
+        ]);
+        assert_eq!(circles(dir.path()).expect("parsed"), []);
+
+        let dir = krate(&[
+            ("lib.rs", "mod a;\nmod b;\n"),
+            (
+                "a.rs",
+                "pub struct A;\n#[cfg(test)]\nmod tests {\n    use crate::b::B;\n}\n\
+                 #[cfg(test)]\nfn helper(_: crate::b::B) {}\n",
             ),
             ("b.rs", "pub struct B;\nfn f() { let _ = crate::a::A; }\n"),
         ]);

@@ -90,20 +90,7 @@ const KNOWN: &[(&str, &[&str])] = &[
             "src/wire.rs",
         ],
     ),
-    (
-        "graph",
-        &[
-            "src/execution_graph.rs",
-            "src/flink_plan.rs",
-            "src/flink_plan/lean.rs",
-            "src/forward_group.rs",
-            "src/generate.rs",
-            "src/index_vec.rs",
-            "src/job_graph.rs",
-            "src/regions.rs",
-            "src/strings.rs",
-        ],
-    ),
+    ("graph", &["src/flink_plan.rs", "src/flink_plan/lean.rs"]),
     ("operators", &["src/error.rs", "src/vocabulary.rs"]),
     (
         "planner",

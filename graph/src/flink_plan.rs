@@ -19,7 +19,7 @@
 
 use serde::Deserialize;
 
-use crate::job_graph::RawJob;
+use crate::job_graph::raw_job::RawJob;
 use crate::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
 use crate::{GraphError, ResultPartitionType, ShipStrategy};
 
@@ -27,11 +27,7 @@ mod lean;
 
 use lean::{Document, InputsField, NodeFields, Nodes, PlanFields, PlanPart, Text};
 
-/// The default estimate of undecided vertices (parallelism `-1`, `--default-parallelism`): 128,
-/// the default of Flink's `execution.batch.adaptive.auto-parallelism.max-parallelism`, i.e. the
-/// most Flink's adaptive batch scheduler would choose by default. A conservative figure for
-/// planning.
-pub const DEFAULT_ADAPTIVE_PARALLELISM: u32 = 128;
+pub use crate::json::DEFAULT_ADAPTIVE_PARALLELISM;
 
 /// One node of a Flink plan, read field by field so that an error names the node and the
 /// field. Fields Flink writes that Conflux does not use (`jid`, `operator_strategy`,

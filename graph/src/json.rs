@@ -114,6 +114,12 @@ impl JobVertexJson {
 /// `ExecutionConfig.PARALLELISM_DEFAULT`).
 pub const PARALLELISM_UNDECIDED: i32 = -1;
 
+/// The default estimate of undecided vertices (parallelism `-1`, `--default-parallelism`): 128,
+/// the default of Flink's `execution.batch.adaptive.auto-parallelism.max-parallelism`, i.e. the
+/// most Flink's adaptive batch scheduler would choose by default. A conservative figure for
+/// planning.
+pub const DEFAULT_ADAPTIVE_PARALLELISM: u32 = 128;
+
 /// One operator of a vertex's chain.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -17,7 +17,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 
-use crate::job_graph::RawJob;
+use crate::job_graph::raw_job::RawJob;
 use crate::json::OperatorJson;
 use crate::GraphError;
 

@@ -17,6 +17,7 @@ mod data_stats;
 mod invokables;
 mod job_loop;
 mod jobs;
+mod loop_event;
 mod recovery;
 mod registry;
 mod rest_backend;

@@ -1,7 +1,9 @@
 //! The scheduler's API: its settings, the [`Event`]s a runtime feeds it, the [`Command`]s it
 //! answers with, and its errors.
 
-use conflux_deploy::{AllocationId, ExecutionAttemptId, TaskManagerId, TaskManagerLocation};
+use conflux_deploy::{
+    AllocationId, ExecutionAttemptId, ExecutionState, TaskManagerId, TaskManagerLocation,
+};
 use conflux_graph::{
     ConsumedPartitionGroupId, ExecutionVertexIndex, IntermediateResultPartitionId, JobVertexIndex,
     PipelinedRegionIndex,
@@ -9,7 +11,7 @@ use conflux_graph::{
 
 use crate::failover_strategy::FailoverStrategy;
 use crate::restart_backoff::RestartStrategy;
-use crate::speculative::SpeculativeExecutionOptions;
+use crate::speculative::options::SpeculativeExecutionOptions;
 
 /// Flink's `slot.request.timeout` default: 5 minutes.
 pub const DEFAULT_SLOT_REQUEST_TIMEOUT_MS: u64 = 300_000;
@@ -290,4 +292,25 @@ pub enum SchedulerError {
     /// A bug: a region was scheduled while not all its vertices were CREATED.
     #[error("bug: trying to schedule region {} which is not in CREATED state", .0 .0)]
     RegionNotCreated(PipelinedRegionIndex),
+}
+
+/// An execution vertex entered a state (its current attempt's; a reset to CREATED starts the
+/// next attempt, whose number [`Scheduler::attempt`](crate::Scheduler::attempt) gives).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StateTransition {
+    /// The vertex.
+    pub vertex: ExecutionVertexIndex,
+    /// The state it entered.
+    pub state: ExecutionState,
+}
+
+/// A registered TaskManager's slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskManagerSlots {
+    /// The TaskManager.
+    pub task_manager: TaskManagerId,
+    /// Slots it offers.
+    pub slots: u32,
+    /// Slots free now (those of a TaskManager blocked by speculative execution included).
+    pub free: u32,
 }

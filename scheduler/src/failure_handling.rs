@@ -14,31 +14,12 @@ use conflux_graph::{
 };
 
 use crate::api::{Command, FailureCause, JobStatus, SchedulerError};
-use crate::continuation::{cost, Budget, ResetRun, ScheduleRun};
 use crate::failover_strategy::{tasks_to_restart, PartitionAvailability};
 use crate::restart_backoff::{PendingRestart, RestartDecision};
 use crate::scheduler::Scheduler;
 use crate::scheduling_strategy::sort_unless_ascending;
-
-/// Why a task failed, as failure handling sees it: a cause the runtime reported, or a slot
-/// request that timed out (Flink fails the bulk's tasks with `NoResourceAvailableException`).
-#[derive(Clone, Debug)]
-pub(crate) enum TaskFailure {
-    /// Reported by the runtime (or a lost TaskManager).
-    Reported(FailureCause),
-    /// The region's slot request could not be served within `slot.request.timeout`; why.
-    NoResourceAvailable(String),
-}
-
-impl TaskFailure {
-    /// The partition a partition-not-found failure names.
-    pub(crate) fn partition(&self) -> Option<IntermediateResultPartitionId> {
-        match self {
-            TaskFailure::Reported(FailureCause::PartitionNotFound(p)) => Some(*p),
-            _ => None,
-        }
-    }
-}
+use crate::task_failure::TaskFailure;
+use crate::work_budget::{cost, Budget, ResetRun, ScheduleRun};
 
 impl Scheduler {
     /// What a failure was, for the job's failure reason.

@@ -16,6 +16,7 @@
 //! digest, and batch job recovery (restoring finished executions before the start, FLIP-383).
 
 mod adaptive;
+mod adaptive_batch_scheduler;
 pub mod api;
 mod continuation;
 mod failover_strategy;
@@ -31,14 +32,18 @@ mod scheduling_strategy;
 mod slot_assignment;
 mod slot_pool;
 mod speculative;
+mod speculative_scheduler;
+mod task_failure;
 mod trace;
 mod transitions;
+mod work_budget;
 
 pub use adaptive::{AdaptiveError, VertexDecision};
 pub use api::{
     Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError,
     DEFAULT_SLOT_REQUEST_TIMEOUT_MS, DEFAULT_WORK_BUDGET,
 };
+pub use api::{StateTransition, TaskManagerSlots};
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
 pub use memory_estimate::JobMemoryEstimate;
 pub use recovery::RestoredExecution;
@@ -48,4 +53,3 @@ pub use restart_options::{
 };
 pub use scheduler::Scheduler;
 pub use speculative::{SpeculativeExecutionOptions, SpeculativeOptionsError, SpeculativeStats};
-pub use transitions::{StateTransition, TaskManagerSlots};

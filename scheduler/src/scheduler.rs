@@ -1,14 +1,16 @@
 //! The scheduler core: a deterministic state machine. Events in, commands out; no I/O, no
 //! threads, no clock (time is an argument).
 //!
-//! This file holds the state and the event dispatch. The components Flink names live beside it,
-//! each an `impl Scheduler` block over the same state: `scheduling_strategy.rs`
-//! (`PipelinedRegionSchedulingStrategy`), `slot_pool.rs` (slot sharing and the pending slot
-//! requests), `partition_release.rs` (`RegionPartitionGroupReleaseStrategy`),
+//! This file holds the state and the event dispatch. What the state is made of lives below it
+//! and knows nothing of `Scheduler`: `slot_pool.rs` (slot sharing and the pending slot requests),
+//! `work_budget.rs` (the budget and the owed runs), `restart_backoff.rs`, the adaptive and
+//! speculative components (`adaptive.rs`, `speculative.rs`) and `trace.rs` (the digest of
+//! events and commands). The components Flink names that work on the state live above it, each
+//! an `impl Scheduler` block: `scheduling_strategy.rs` (`PipelinedRegionSchedulingStrategy`),
+//! `slot_assignment.rs`, `partition_release.rs` (`RegionPartitionGroupReleaseStrategy`),
 //! `failure_handling.rs` (failover: restart sets, back-off, cancel, reset, reschedule),
-//! `speculative.rs` (speculative execution: slow task detection, speculative attempts, blocked
-//! nodes; hooked into finish, failure, reset and release, inert when off) and `trace.rs` (the
-//! digest of events and commands).
+//! `continuation.rs` (owed work), `adaptive_batch_scheduler.rs` and `speculative_scheduler.rs`
+//! (the hooks into the two components; inert when they are off).
 
 use std::sync::Arc;
 
@@ -22,15 +24,15 @@ use conflux_graph::{
 };
 
 use crate::adaptive::AdaptiveState;
+use crate::api::StateTransition;
 use crate::api::{Command, Event, FailureCause, JobStatus, SchedulerConfig, SchedulerError};
-use crate::continuation::{Budget, FinishRun, ResetRun, ScheduleRun};
-use crate::failure_handling::TaskFailure;
 use crate::restart_backoff::{PendingRestart, RestartBackoff};
 use crate::scheduling_strategy::topology::SchedulingTopology;
 use crate::slot_pool::{SlotPool, NO_REQUEST};
 use crate::speculative::SpeculativeState;
+use crate::task_failure::TaskFailure;
 use crate::trace::TraceDigest;
-use crate::transitions::StateTransition;
+use crate::work_budget::{Budget, FinishRun, ResetRun, ScheduleRun};
 
 /// `Scheduler::location` of a vertex never given a slot.
 pub(crate) const NO_LOCATION: u32 = u32::MAX;

@@ -19,8 +19,8 @@ use conflux_graph::{
 };
 
 use crate::api::SchedulerError;
-use crate::continuation::{cost, Budget, ScheduleRun};
 use crate::scheduler::Scheduler;
+use crate::work_budget::{cost, Budget, ScheduleRun};
 
 /// Sorts `regions` ascending, which they mostly are already (sources, the consumers of a group,
 /// regions chosen from ascending candidates, slots served in request order): then the check is

@@ -312,10 +312,10 @@ impl SlotPool {
     }
 
     /// Each registered TaskManager's slots and free slots. O(TaskManagers).
-    pub(crate) fn task_manager_slots(&self) -> Vec<crate::TaskManagerSlots> {
+    pub(crate) fn task_manager_slots(&self) -> Vec<crate::api::TaskManagerSlots> {
         self.task_managers
             .iter()
-            .map(|(id, registered)| crate::TaskManagerSlots {
+            .map(|(id, registered)| crate::api::TaskManagerSlots {
                 task_manager: *id,
                 slots: registered.slots,
                 free: self.free_count.get(id).copied().unwrap_or(0),

@@ -2,31 +2,11 @@
 //! slots of each TaskManager. A REST view keeps per-vertex counts from the changes in O(1)
 //! each instead of walking every vertex.
 
-use conflux_deploy::{ExecutionState, TaskManagerId};
+use conflux_deploy::ExecutionState;
 use conflux_graph::ExecutionVertexIndex;
 
-use crate::Scheduler;
-
-/// An execution vertex entered a state (its current attempt's; a reset to CREATED starts the
-/// next attempt, whose number [`Scheduler::attempt`] gives).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StateTransition {
-    /// The vertex.
-    pub vertex: ExecutionVertexIndex,
-    /// The state it entered.
-    pub state: ExecutionState,
-}
-
-/// A registered TaskManager's slots.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TaskManagerSlots {
-    /// The TaskManager.
-    pub task_manager: TaskManagerId,
-    /// Slots it offers.
-    pub slots: u32,
-    /// Slots free now (those of a TaskManager blocked by speculative execution included).
-    pub free: u32,
-}
+use crate::api::{StateTransition, TaskManagerSlots};
+use crate::scheduler::Scheduler;
 
 impl Scheduler {
     /// Sets a vertex's state, logging the change when a driver records them.

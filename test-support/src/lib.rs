@@ -13,6 +13,8 @@
 //!   processes started inside them, and network faults (loss, cuts, rate limits, delay).
 //! - [`host_cluster`]: a Conflux JobManager and TaskManagers started on such hosts, each
 //!   bound to and advertising its own address.
+//! - [`module_walls`]: the file graph of a crate's modules (`use crate::...`, `crate::`,
+//!   `super::` paths) and the circles in it, which the workspace's sources must not have.
 //! - [`CountingAllocator`]: a global allocator counting live and peak heap bytes, for benches
 //!   and memory tests.
 
@@ -21,6 +23,7 @@ pub mod host_cluster;
 pub mod hosts;
 pub mod job_graphs;
 pub mod json_shape;
+pub mod module_walls;
 pub mod reference;
 mod s3s_fs;
 

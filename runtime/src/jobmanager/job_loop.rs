@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use conflux_blob_api::{BlobWriter, JobId};
 use conflux_deploy::{
     encode_tdd, AllocationId, DeploymentConfig, ExecutionAttemptId, ExecutionState,
-    TaskDeploymentDescriptorFactory, TaskManagerId, TaskManagerLocation,
+    TaskDeploymentDescriptorFactory, TaskManagerId,
 };
 use conflux_graph::dynamic::first_dynamic_vertex;
 use conflux_graph::{
@@ -46,6 +46,7 @@ use crate::connection::encode;
 use crate::cpu_time::thread_cpu_time;
 use crate::jobmanager::data_stats::DataStats;
 use crate::jobmanager::jobs::{Jobs, QueuedJob};
+use crate::jobmanager::loop_event::LoopEvent;
 use crate::jobmanager::registry::Registry;
 use crate::jobmanager::rest_view;
 use crate::metrics::JobManagerMetrics;
@@ -61,33 +62,6 @@ use speculative::SpeculativeRuns;
 use submissions::Submissions;
 use task_spec::task_spec;
 use view::LoopView;
-
-/// What the loop hears from the rest of the JobManager.
-#[derive(Debug)]
-pub(crate) enum LoopEvent {
-    TaskManagerRegistered {
-        location: TaskManagerLocation,
-        slots: u32,
-    },
-    TaskManagerLost(TaskManagerId),
-    /// Messages about tasks name the TaskManager they came from and the job: only the
-    /// TaskManager the current attempt (or a live speculative attempt) of the running job was
-    /// deployed to is heard.
-    Acknowledged {
-        from: TaskManagerId,
-        job: JobId,
-        attempt: ExecutionAttemptId,
-        refused: Option<String>,
-    },
-    TaskState {
-        from: TaskManagerId,
-        job: JobId,
-        attempt: ExecutionAttemptId,
-        state: TaskState,
-        metrics: TaskMetrics,
-    },
-    Cancel,
-}
 
 /// An event to handle, or a message to translate into one when its turn comes.
 enum Pending {

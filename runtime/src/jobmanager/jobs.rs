@@ -25,7 +25,7 @@ use conflux_rest::JobView;
 use tokio::sync::watch;
 
 use crate::config::{JobHistory, MAX_QUEUED_JOBS};
-use crate::jobmanager::job_loop::LoopEvent;
+use crate::jobmanager::loop_event::LoopEvent;
 use crate::jobmanager::JobManagerError;
 use crate::protocol::{JobOptions, JobSummary, WordCountTask};
 use crate::report::JobReport;

@@ -19,7 +19,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use tokio::sync::{mpsc, Notify};
 
 use crate::connection::encode;
-use crate::jobmanager::job_loop::LoopEvent;
+use crate::jobmanager::loop_event::LoopEvent;
 use crate::protocol::{TaskManagerStats, ToTaskManager};
 use crate::secret::Secret;
 

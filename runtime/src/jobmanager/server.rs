@@ -16,7 +16,7 @@ use crate::connection::{
     accept_hello, decode, encode, framed, next_frame, send_reply, write_prioritized, FaultInjector,
     FramedStream, RpcError, MAX_HANDSHAKE_FRAME_BYTES,
 };
-use crate::jobmanager::job_loop::LoopEvent;
+use crate::jobmanager::loop_event::LoopEvent;
 use crate::jobmanager::registry::{LossReason, Outbox, OutboxReceiver};
 use crate::jobmanager::{submit, JobManagerError, Shared};
 use crate::protocol::{

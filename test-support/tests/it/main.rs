@@ -1,0 +1,3 @@
+//! The test-support crate's integration tests: checks over the whole workspace's sources.
+
+mod module_walls;

@@ -436,6 +436,11 @@ fn cluster_survives_a_killed_task_manager() {
     assert!(u64_at(killed, "after_ms") >= 300, "{r}");
     assert!(u64_at(&r, "task_managers_lost") >= 1, "{r}");
     assert!(u64_at(&r, "restarts") >= 1, "{r}");
+    // The lost regions ran again only after the restart delay (1 s, jitter 10%).
+    let redeploy = r["max_loss_to_redeploy_ms"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no time from the loss to the re-runs: {r}"));
+    assert!(redeploy >= 900.0, "{r}");
     // Each restart is logged at WARN with its cause.
     assert!(
         stderr.contains("restarting tasks after a failure") && stderr.contains("was lost"),

@@ -236,19 +236,11 @@ fn run(o: &Options) -> ExitCode {
     let result = finish(child, Duration::from_secs(3_600));
     drop(faults);
     if let Some(cut_at) = cut_at {
-        // The JobManager logs every restart at WARN with its time (UTC): the first after the
-        // cut is when the lost regions were given to the TaskManagers left.
-        let restart = cluster.log("jm").lines().find_map(|line| {
-            let at = log_seconds_of_day(line)?;
-            (line.contains("restarting tasks") && at >= cut_at).then_some(at)
-        });
-        match restart {
-            Some(at) => eprintln!(
-                "restart of the lost regions {:.0} ms after the cut",
-                (at - cut_at) * 1e3
-            ),
-            None => eprintln!("no restart after the cut"),
-        }
+        print_recovery(
+            &cluster.log("jm"),
+            cut_at,
+            result.as_ref().ok().map(|r| r.1.as_str()),
+        );
     }
     match result {
         Ok((status, report)) => {
@@ -264,6 +256,43 @@ fn run(o: &Options) -> ExitCode {
             eprintln!("conflux-hosts: submit: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Prints, to stderr, how the job recovered from the cut made at `cut_at` (seconds of the day,
+/// UTC): when the JobManager declared a TaskManager lost (the first `TaskManager lost` line of
+/// its log after the cut), and when the first re-run attempt was submitted after it (the
+/// report's `max_loss_to_redeploy_ms`, on the JobManager's clock), after every loss and
+/// registration the JobManager logged after the cut.
+fn print_recovery(jm_log: &str, cut_at: f64, report: Option<&str>) {
+    // Every loss and registration after the cut, with its time from the cut.
+    for line in jm_log.lines() {
+        let Some(at) = log_seconds_of_day(line).filter(|&at| at >= cut_at) else {
+            continue;
+        };
+        if line.contains("TaskManager lost") || line.contains("TaskManager registered") {
+            let message = line.split_once(' ').map_or(line, |(_, rest)| rest.trim());
+            eprintln!("+{:.0} ms: {message}", (at - cut_at) * 1e3);
+        }
+    }
+    let lost = jm_log.lines().find_map(|line| {
+        let at = log_seconds_of_day(line)?;
+        (line.contains("TaskManager lost") && at >= cut_at).then_some(at)
+    });
+    let Some(lost) = lost else {
+        eprintln!("no TaskManager lost after the cut");
+        return;
+    };
+    let lost_ms = (lost - cut_at) * 1e3;
+    let redeploy = report
+        .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+        .and_then(|r| r["max_loss_to_redeploy_ms"].as_f64());
+    match redeploy {
+        Some(ms) => eprintln!(
+            "declared lost {lost_ms:.0} ms after the cut; first re-run submitted {ms:.0} ms after the loss, {:.0} ms after the cut",
+            lost_ms + ms
+        ),
+        None => eprintln!("declared lost {lost_ms:.0} ms after the cut; no re-run submitted after it"),
     }
 }
 

@@ -30,6 +30,7 @@ print(r["status"], "%.0f MB/s" % d.get("shuffle_mb_per_s", 0),
       "wall %.2f s" % (r["wall_ms"]["total"] / 1e3),
       "verified", d.get("output_verified"),
       "restarts", r["restarts"], "heartbeat_timeouts", r["heartbeat_timeouts"],
+      "re_registrations", r["re_registrations"],
       "max_heartbeat_rtt_ms", r["max_heartbeat_rtt_ms"],
       "max_loss_to_redeploy_ms", r["max_loss_to_redeploy_ms"])'
 }

@@ -57,7 +57,7 @@ for delay in 1000 100; do
       --jm --restart-attempts 10 --restart-delay-ms "$delay" \
       --heartbeat-interval-ms 200 --heartbeat-timeout-ms 1000 \
       --submit --output-dir "$work/out" --verify 2> "$work/cut.log" | summary || echo "no report"
-    grep -E "declared lost|no TaskManager lost" "$work/cut.log" || true
+    grep -E "took|declared lost|no TaskManager lost" "$work/cut.log" || true
   done
 done
 rm -rf "$work/out"

@@ -221,12 +221,16 @@ fn run(o: &Options) -> ExitCode {
     let mut cut_at = None;
     if o.cut.is_some() || o.cut_data_path {
         std::thread::sleep(Duration::from_millis(o.cut_after_ms));
+        // The rule is in force at some moment within the `nft` call that cuts: times after the
+        // cut are given from its end and from its start (lower and upper bounds).
+        let started = std::time::SystemTime::now();
         let cut = match &o.cut {
             Some(host) => cluster.hosts.cut(host, Direction::Both),
             None => cluster.hosts.cut_between("tm1", "tm2", Direction::Both),
         };
+        let applied = std::time::SystemTime::now();
+        cut_at = Some((seconds_of_day(started), seconds_of_day(applied)));
         let mut cut_faults = Vec::new();
-        cut_at = Some(seconds_of_day(std::time::SystemTime::now()));
         if apply(cut, &mut cut_faults) {
             std::thread::sleep(Duration::from_millis(o.cut_for_ms));
             drop(cut_faults);
@@ -259,40 +263,52 @@ fn run(o: &Options) -> ExitCode {
     }
 }
 
-/// Prints, to stderr, how the job recovered from the cut made at `cut_at` (seconds of the day,
-/// UTC): when the JobManager declared a TaskManager lost (the first `TaskManager lost` line of
-/// its log after the cut), and when the first re-run attempt was submitted after it (the
-/// report's `max_loss_to_redeploy_ms`, on the JobManager's clock), after every loss and
-/// registration the JobManager logged after the cut.
-fn print_recovery(jm_log: &str, cut_at: f64, report: Option<&str>) {
-    // Every loss and registration after the cut, with its time from the cut.
+/// Prints, to stderr, how the job recovered from the cut whose `nft` call ran from `cut.0` to
+/// `cut.1` (seconds of the day, UTC): every loss and registration the JobManager logged from
+/// then on, when it first declared a TaskManager lost (its first `TaskManager lost` line), and
+/// when the first re-run attempt was submitted after that loss (the report's
+/// `max_loss_to_redeploy_ms`, on the JobManager's clock); times after the cut as ranges, from
+/// the call's end to its start.
+fn print_recovery(jm_log: &str, (started, applied): (f64, f64), report: Option<&str>) {
+    eprintln!("the cut took {:.0} ms to apply", (applied - started) * 1e3);
+    let after = |at: f64| {
+        format!(
+            "{:.0} to {:.0} ms after the cut",
+            ((at - applied) * 1e3).max(0.0),
+            (at - started) * 1e3
+        )
+    };
+    let mut lost = None;
     for line in jm_log.lines() {
-        let Some(at) = log_seconds_of_day(line).filter(|&at| at >= cut_at) else {
+        let Some(at) = log_seconds_of_day(line).filter(|&at| at >= started) else {
             continue;
         };
-        if line.contains("TaskManager lost") || line.contains("TaskManager registered") {
+        let is_loss = line.contains("TaskManager lost");
+        if is_loss || line.contains("TaskManager registered") {
             let message = line.split_once(' ').map_or(line, |(_, rest)| rest.trim());
-            eprintln!("+{:.0} ms: {message}", (at - cut_at) * 1e3);
+            eprintln!("{}: {message}", after(at));
+        }
+        if is_loss && lost.is_none() {
+            lost = Some(at);
         }
     }
-    let lost = jm_log.lines().find_map(|line| {
-        let at = log_seconds_of_day(line)?;
-        (line.contains("TaskManager lost") && at >= cut_at).then_some(at)
-    });
     let Some(lost) = lost else {
         eprintln!("no TaskManager lost after the cut");
         return;
     };
-    let lost_ms = (lost - cut_at) * 1e3;
     let redeploy = report
         .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok())
         .and_then(|r| r["max_loss_to_redeploy_ms"].as_f64());
     match redeploy {
         Some(ms) => eprintln!(
-            "declared lost {lost_ms:.0} ms after the cut; first re-run submitted {ms:.0} ms after the loss, {:.0} ms after the cut",
-            lost_ms + ms
+            "declared lost {}; first re-run submitted {ms:.0} ms after the loss, {}",
+            after(lost),
+            after(lost + ms / 1e3)
         ),
-        None => eprintln!("declared lost {lost_ms:.0} ms after the cut; no re-run submitted after it"),
+        None => eprintln!(
+            "declared lost {}; no re-run submitted after it",
+            after(lost)
+        ),
     }
 }
 

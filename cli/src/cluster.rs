@@ -21,7 +21,8 @@ use crate::output;
 use crate::work_dir::{self, Kind, OnSignal, WorkDir};
 use crate::{Failure, Format};
 pub(crate) use args::{
-    CancelArgs, ClusterArgs, JobManagerArgs, JobQueryArgs, ListArgs, SubmitArgs, TaskManagerArgs,
+    CancelArgs, ClusterArgs, JobManagerArgs, JobQueryArgs, ListArgs, SlotRequestArgs, SubmitArgs,
+    TaskManagerArgs,
 };
 
 fn tokio_runtime() -> Result<tokio::runtime::Runtime, Failure> {

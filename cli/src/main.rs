@@ -174,6 +174,8 @@ struct RunArgs {
     #[arg(help_heading = crate::headings::SCHEDULING, long, value_enum, default_value_t = FailoverArg::Region)]
     failover: FailoverArg,
     #[command(flatten)]
+    slot_request: cluster::SlotRequestArgs,
+    #[command(flatten)]
     offload: OffloadArgs,
     /// Chance that a deployed task fails while running (0..1).
     #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0.0)]
@@ -629,6 +631,7 @@ fn run_job(args: &RunArgs) -> Result<(), Failure> {
             FailoverArg::Region => conflux_scheduler::FailoverStrategy::Region,
             FailoverArg::Full => conflux_scheduler::FailoverStrategy::Full,
         },
+        slot_request_timeout_ms: args.slot_request.slot_request_timeout_ms,
         progress: !args.quiet && progress::on_terminal(),
         decide: !args.load.default_parallelism_given(),
         batch: args.batch.options()?,

@@ -32,6 +32,8 @@ pub(crate) struct RunOptions {
     /// The restart strategy (`--restart-strategy` and its options).
     pub(crate) restart: RestartStrategy,
     pub(crate) failover: FailoverStrategy,
+    /// Flink's `slot.request.timeout`, ms.
+    pub(crate) slot_request_timeout_ms: u64,
     pub(crate) progress: bool,
     /// Decide undecided vertices (`-1`) from produced bytes; `false` (`--default-parallelism`
     /// given) fixes them at the estimate.
@@ -153,6 +155,7 @@ fn simulation_config(job_type: conflux_graph::JobType, options: &RunOptions) -> 
     config.deployment.offload_rule = options.offload_rule;
     config.scheduler.failover = options.failover;
     config.scheduler.restart = options.restart;
+    config.scheduler.slot_request_timeout_ms = options.slot_request_timeout_ms;
     config.scheduler.seed = options.seed;
     config.task_duration_ms = options.task_duration_ms;
     config.scheduler.speculative = options.speculative;

@@ -125,12 +125,16 @@ pub static KEYS: &[Key] = &[
     key("taskmanager.numberOfTaskSlots", Int, "", &[T, C, R], "slots", "Slots per TaskManager"),
     key("taskmanager.host", Text, "127.0.0.1", &[T], "advertised-address", "The IP a TaskManager's data server binds and advertises"),
     key("metrics.reporter.prom.port", Int, "0", &[T], "metrics-port", "Port of a TaskManager's Prometheus endpoint; 0: none"),
+    key("taskmanager.network.partition-request-timeout", Duration, "10 s", &[T, C], "partition-request-timeout-ms", "How long one partition request waits for the producer's data server"),
+    key("taskmanager.network.request-backoff.initial", Duration, "100 ms", &[T, C], "partition-request-backoff-initial-ms", "The first wait before a failed partition request is tried again; 0: no retry"),
+    key("taskmanager.network.request-backoff.max", Duration, "10 s", &[T, C], "partition-request-backoff-max-ms", "The longest wait between two tries of a partition request"),
     // Heartbeats and RPC.
     key("heartbeat.interval", Duration, "10 s", &[J, C], "heartbeat-interval-ms", "Heartbeat interval"),
     key("heartbeat.timeout", Duration, "50 s", &[J, T, C], "heartbeat-timeout-ms", "A peer silent for this long is lost"),
     key("pekko.ask.timeout", Duration, "10 s", &[J, C], "rpc-timeout-ms", "A task submission unanswered for this long fails the task"),
     // Scheduling.
     key("cluster.evenly-spread-out-slots", Bool, "false", &[J, C], "evenly-spread-out-slots", "Spread slots over the TaskManagers"),
+    key("slot.request.timeout", Duration, "5 min", &[J, C, R], "slot-request-timeout-ms", "A slot request unservable for this long fails its tasks (NoResourceAvailableException)"),
     key("jobmanager.execution.failover-strategy", Text, "region", &[R], "failover", "`region` or `full`"),
     key("jobstore.max-capacity", Int, "1000", &[J, C], "job-history-size", "Ended jobs kept"),
     key("jobstore.expiration-time", Seconds, "3600", &[J, C], "job-history-ttl-ms", "An ended job is forgotten this long after its end, seconds"),

@@ -70,10 +70,23 @@ pub(crate) struct SchedulerArgs {
     pub(crate) scheduler_work_budget: u32,
     #[command(flatten)]
     pub(crate) restart: crate::restart::RestartArgs,
+    #[command(flatten)]
+    pub(crate) slot_request: SlotRequestArgs,
     /// Spread slots over the TaskManagers instead of filling one after the other (Flink's
     /// `cluster.evenly-spread-out-slots`).
     #[arg(help_heading = crate::headings::SCHEDULING, long)]
     pub(crate) evenly_spread_out_slots: bool,
+}
+
+/// How long a slot request may wait (`jobmanager`, `cluster` and `run`).
+#[derive(clap::Args, Clone, Copy)]
+pub(crate) struct SlotRequestArgs {
+    /// A slot request that could not be served for this long fails its tasks with
+    /// `NoResourceAvailableException`, which goes through failover and the restart strategy, ms
+    /// (Flink's `slot.request.timeout`, 5 min; checked as Flink's
+    /// `PhysicalSlotRequestBulkCheckerImpl`: a batch job counts every registered slot).
+    #[arg(help_heading = crate::headings::SCHEDULING, long, default_value_t = conflux_scheduler::DEFAULT_SLOT_REQUEST_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    pub(crate) slot_request_timeout_ms: u64,
 }
 
 /// How the synthetic tasks of a job run.
@@ -273,6 +286,7 @@ pub(crate) fn jobmanager_config(
     config.rpc.timeout_ms = rpc.rpc_timeout_ms;
     config.scheduler.work_budget = scheduler.scheduler_work_budget;
     config.scheduler.evenly_spread_out_slots = scheduler.evenly_spread_out_slots;
+    config.scheduler.slot_request_timeout_ms = scheduler.slot_request.slot_request_timeout_ms;
     config.scheduler.restart = scheduler.restart.strategy()?;
     config.scheduler.seed = seed;
     config.max_job_memory_bytes = limits.max_job_memory;

@@ -589,6 +589,56 @@ fn run_restarts_a_job_whose_slots_never_come() {
         .contains("NoResourceAvailableException"));
 }
 
+/// `--slot-request-timeout-ms` (Flink's `slot.request.timeout`, also as `-D`) sets how long the
+/// same unservable request waits: 10 s instead of 300 s, so six attempts and five back-offs end at
+/// about 73 s of virtual time instead of 1,813 s, and the failure names the 10,000 ms.
+#[test]
+fn the_slot_request_timeout_is_a_flag_and_a_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("p.json");
+    let file = file.to_str().expect("utf-8 path");
+    let generated = conflux(&[
+        "generate",
+        "wordcount",
+        "--parallelism",
+        "10",
+        "--result-partition-type",
+        "pipelined",
+        "-o",
+        file,
+    ]);
+    assert!(generated.status.success());
+    let run = |setting: &[&str]| {
+        let mut args = vec![
+            "run",
+            file,
+            "--task-managers",
+            "1",
+            "--slots",
+            "2",
+            "--restart-attempts",
+            "5",
+            "--format",
+            "json",
+            "--quiet",
+        ];
+        args.extend_from_slice(setting);
+        let out = conflux(&args);
+        assert_eq!(out.status.code(), Some(1), "{setting:?}");
+        json_of(&out)
+    };
+    let by_flag = run(&["--slot-request-timeout-ms", "10000"]);
+    let virtual_ms = by_flag["virtual_ms"].as_u64().expect("virtual_ms");
+    assert!((71_000..=75_000).contains(&virtual_ms), "{virtual_ms}");
+    assert_eq!(by_flag["restarts"], json!(5));
+    assert!(by_flag["failure_reason"]
+        .as_str()
+        .expect("a reason")
+        .contains("could not acquire a slot within 10000 ms"));
+    let by_key = run(&["-D", "slot.request.timeout=10 s"]);
+    assert_eq!(by_key["virtual_ms"], by_flag["virtual_ms"]);
+}
+
 /// FORWARD edges form a forward group: the reproduction (source 6 -> map -1 -> FORWARD sink -1)
 /// decides 85 for both (an earlier Conflux decided the sink from its own bytes, 64); two fixed,
 /// different parallelisms across a FORWARD edge are refused at load, naming the edge.

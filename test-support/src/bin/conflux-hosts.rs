@@ -13,8 +13,11 @@
 //! cuts host tmK off (both ways) T ms after the submission for D ms; `--cut-data-path` cuts
 //! only tm1 <-> tm2 in the same way; `--rate-limit` limits every TaskManager's link. Flags
 //! after `--jm`, `--tm` and `--submit` (each up to the next of these three) go to `conflux
-//! jobmanager`, every `conflux taskmanager` and `conflux submit`. Exit code: 0 when the job
-//! FINISHED, 1 otherwise, 2 for bad usage.
+//! jobmanager`, every `conflux taskmanager` and `conflux submit`. After a cut it also prints the
+//! JobManager's losses and registrations from then on, when it declared a TaskManager lost and
+//! when the first re-run was submitted (the report's `max_loss_to_redeploy_ms`), as ranges from
+//! the end and the start of the `nft` call that cut. Exit code: 0 when the job FINISHED, 1
+//! otherwise, 2 for bad usage.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

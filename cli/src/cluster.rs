@@ -201,8 +201,17 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
             Format::Json => output::print_json(&serde_json::json!({ "job_id": job.to_string() })),
             Format::Text => output::print(&format!("{job}\n")),
         },
-        Ok(report) => {
+        Ok(mut report) => {
+            // The output of a job that did not finish is incomplete: nothing to verify.
+            if args.verify && report.status == "FINISHED" {
+                if let Some(dir) = &args.job.output_dir {
+                    local::verify(&args.file, &args.load, dir, &mut report)?;
+                }
+            }
             render::print_report(&report, args.format)?;
+            if args.verify && report.status != "FINISHED" {
+                return Err(not_verified(&report));
+            }
             failed_if_failed(&report)
         }
     }
@@ -420,16 +429,21 @@ pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
     let report = report?;
     render::print_report(&report, args.format)?;
     if args.verify && report.status != "FINISHED" {
-        return Err(Failure::Reported(anyhow::anyhow!(
-            "not verified: the job {}: {}",
-            report.status,
-            report
-                .failure_reason
-                .as_deref()
-                .unwrap_or("no reason given")
-        )));
+        return Err(not_verified(&report));
     }
     failed_if_failed(&report)
+}
+
+/// The exit of a `--verify` run whose job did not finish (its output is incomplete).
+fn not_verified(report: &conflux_runtime::JobReport) -> Failure {
+    Failure::Reported(anyhow::anyhow!(
+        "not verified: the job {}: {}",
+        report.status,
+        report
+            .failure_reason
+            .as_deref()
+            .unwrap_or("no reason given")
+    ))
 }
 
 /// `MIN..MAX` or one value, ms.

@@ -337,6 +337,7 @@ fn job_report(
         re_registrations: None,
         partition_request_retries: None,
         max_heartbeat_rtt_ms: None,
+        max_loss_to_redeploy_ms: None,
         descriptors: DescriptorsReport {
             offload_rule: options.offload_rule.to_string(),
             groups_serialized: d.groups_serialized,

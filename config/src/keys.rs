@@ -188,7 +188,7 @@ pub static KEYS: &[Key] = &[
     key("conflux.slow-task-managers", Int, "0", &[C, R], "slow-task-managers", "Slow TaskManagers, for demonstrations of speculative execution"),
     key("conflux.slowdown", Float, "", &[T, C, R], "slowdown", "How many times as long tasks take on a slow TaskManager"),
     key("conflux.kill-task-manager-after", Duration, "", &[C], "kill-task-manager-after-ms", "Injected fault: kill a TaskManager this long after the submission"),
-    key("conflux.verify", Bool, "false", &[C], "verify", "Check word count output against the seeds"),
+    key("conflux.verify", Bool, "false", &[C, S], "verify", "Check word count output against the seeds"),
     key("conflux.offload.rule", Text, "count", &[R], "offload-rule", "Which descriptor groups go to the blob server: `count`, `bytes` or `never`"),
     key("conflux.offload.threshold", Int, "", &[R], "offload-threshold", "Threshold of the offload rule"),
     key("conflux.faults.task-failure-rate", Float, "0", &[R], "task-failure-rate", "Chance a running task fails"),

@@ -103,6 +103,13 @@ pub struct JobReport {
     /// back-off (`taskmanager.network.request-backoff.*`), before reading their data or
     /// failing with partition-not-found (`null` for `run`: no data plane).
     pub partition_request_retries: Option<u64>,
+    /// The longest time from a TaskManager loss (as the JobManager's job loop took it) that
+    /// restarted tasks to the submission of the first re-run attempt after it (its restarted
+    /// regions running on the TaskManagers left or registered since), ms, the JobManager's
+    /// clock: the restart delay and any wait for free slots included. `null` when no loss
+    /// restarted tasks, and for `run`.
+    #[serde(serialize_with = "round::serialize_option")]
+    pub max_loss_to_redeploy_ms: Option<f64>,
     /// The longest heartbeat round trip while the job ran, ms; `null` when none was measured
     /// (and for `run`).
     #[serde(serialize_with = "round::serialize_option")]

@@ -467,8 +467,13 @@ pub(crate) struct SubmitArgs {
     #[command(flatten)]
     pub(crate) job: JobArgs,
     /// Print the job id and return instead of waiting for the job's end.
-    #[arg(help_heading = crate::headings::OUTPUT, long)]
+    #[arg(help_heading = crate::headings::OUTPUT, long, conflicts_with = "verify")]
     pub(crate) detached: bool,
+    /// After the job, compare the sinks' files in `--output-dir` (a directory this machine
+    /// shares with the TaskManagers) with the counts computed from the seeds alone (word count
+    /// jobs); a wrong output exits 1.
+    #[arg(help_heading = crate::headings::DATA, long, requires = "output_dir")]
+    pub(crate) verify: bool,
     /// Output format.
     #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,

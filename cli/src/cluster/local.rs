@@ -84,21 +84,28 @@ fn options_dir(args: &ClusterArgs) -> Result<std::path::PathBuf, Failure> {
         .ok_or_else(|| Failure::input(anyhow!("--verify needs --output-dir")))
 }
 
-/// Compares the sinks' files with the counts computed from the job's seeds alone.
-fn verify(
-    args: &ClusterArgs,
+/// Compares the sinks' files in `dir` with the counts computed from the seeds alone of the
+/// job read from `file` (`cluster --verify`, `submit --verify`), into the report's
+/// `data.output_verified` and `data.first_difference`.
+///
+/// # Errors
+/// Bad input: a job file that cannot be read or runs no word count; failed work: a directory
+/// that cannot be read.
+pub(super) fn verify(
+    file: &std::path::Path,
+    load: &crate::LoadArgs,
     dir: &std::path::Path,
     report: &mut JobReport,
 ) -> Result<(), Failure> {
-    let bytes = crate::read_input(&args.file)?;
-    let job = conflux_graph::load::load(&bytes, &args.load.options())
-        .map_err(|e| Failure::input(anyhow!("{}: {e}", args.file.display())))?;
+    let bytes = crate::read_input(file)?;
+    let job = conflux_graph::load::load(&bytes, &load.options())
+        .map_err(|e| Failure::input(anyhow!("{}: {e}", file.display())))?;
     let Some(word_count) = conflux_runtime::word_count_job_as_run(&job, report)
-        .map_err(|e| Failure::input(anyhow!("{}: {e}", args.file.display())))?
+        .map_err(|e| Failure::input(anyhow!("{}: {e}", file.display())))?
     else {
         return Err(Failure::input(anyhow!(
             "--verify: {} runs no word count (no vertex with invokable wordcount-source)",
-            args.file.display()
+            file.display()
         )));
     };
     let verification = conflux_operators::verify_output(&word_count, dir)
@@ -299,7 +306,7 @@ async fn run_on(
     report.wall_ms.total = started.elapsed().as_secs_f64() * 1e3;
     // The output of a job that did not finish is incomplete (no `_SUCCESS`): nothing to verify.
     if args.verify && report.status == "FINISHED" {
-        verify(args, &options_dir(args)?, &mut report)?;
+        verify(&args.file, &args.load, &options_dir(args)?, &mut report)?;
     }
     report.killed_task_manager = killed;
     report.kill_skipped = kill_skipped;

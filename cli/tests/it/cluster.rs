@@ -436,6 +436,11 @@ fn cluster_survives_a_killed_task_manager() {
     assert!(u64_at(killed, "after_ms") >= 300, "{r}");
     assert!(u64_at(&r, "task_managers_lost") >= 1, "{r}");
     assert!(u64_at(&r, "restarts") >= 1, "{r}");
+    // The lost regions ran again only after the restart delay (1 s, jitter 10%).
+    let redeploy = r["max_loss_to_redeploy_ms"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no time from the loss to the re-runs: {r}"));
+    assert!(redeploy >= 900.0, "{r}");
     // Each restart is logged at WARN with its cause.
     assert!(
         stderr.contains("restarting tasks after a failure") && stderr.contains("was lost"),
@@ -1062,6 +1067,51 @@ fn a_killed_task_manager_loses_its_partitions_and_the_output_is_still_right() {
         .map(|v| u64_at(&data["reruns"], v))
         .sum();
     assert!(reruns >= 1, "tasks of the killed TaskManager re-ran: {r}");
+}
+
+/// `submit --verify` checks the sinks' files (here on this machine's disk, which the
+/// TaskManager shares) against the seeds after an attached submission, as `cluster --verify`;
+/// without `--output-dir` it is refused as bad usage.
+#[test]
+fn submit_verifies_the_output_on_a_shared_directory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count_with_data(dir.path(), 2, 2, 10_000);
+    let out = dir.path().join("out");
+    let out = out.to_str().expect("utf-8 path");
+    let (mut jm, address) = start_jobmanager("jm", "127.0.0.1:0", dir.path());
+    let mut tm = start_taskmanager("tm", &address, 4, dir.path());
+    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    let (status, stdout, stderr) = run_bounded(
+        "submit",
+        &[
+            "submit",
+            &file,
+            "--jobmanager",
+            &address,
+            "--output-dir",
+            out,
+            "--verify",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(60),
+    );
+    let (usage, _, usage_stderr) = run_bounded(
+        "submit-usage",
+        &["submit", &file, "--jobmanager", &address, "--verify"],
+        dir.path(),
+        Duration::from_secs(30),
+    );
+    tm.kill();
+    jm.kill();
+    assert!(status.success(), "{status}\n{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(r["data"]["output_verified"], true, "{r}");
+    assert_eq!(u64_at(&r["data"], "words"), 20_000, "{r}");
+    assert_eq!(usage.code(), Some(2), "{usage_stderr}");
+    assert!(usage_stderr.contains("--output-dir"), "{usage_stderr}");
 }
 
 /// `cluster --parallelism auto`: the sources get `--default-source-parallelism`, the counters

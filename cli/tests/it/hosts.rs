@@ -166,6 +166,7 @@ fn loss_everywhere_loses_no_word_and_nothing_listens_on_loopback() {
     assert_eq!(count(&report, "heartbeat_timeouts"), 0, "{report}");
     assert_eq!(count(&report, "re_registrations"), 0, "{report}");
     assert!(report["partition_request_retries"].is_u64(), "{report}");
+    assert!(report["max_loss_to_redeploy_ms"].is_null(), "{report}");
 
     // Every listening socket on its host's own address, none on loopback.
     for host in cluster.hosts.hosts() {
@@ -285,6 +286,10 @@ fn a_task_manager_cut_off_for_3_s_is_lost_and_registers_again() {
     verify(&file, &output);
     assert!(count(&report, "heartbeat_timeouts") >= 1, "{report}");
     assert!(count(&report, "restarts") >= 1, "{report}");
+    assert!(
+        report["max_loss_to_redeploy_ms"].is_f64(),
+        "no time from the loss to the re-runs: {report}"
+    );
     cluster
         .wait_for_log("tm2", "JobManager lost", Duration::from_secs(10))
         .unwrap();

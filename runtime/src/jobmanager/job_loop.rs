@@ -181,6 +181,11 @@ struct JobRun<'a> {
     rpc_timeouts: u64,
     /// Partition requests the job's tasks tried again (as their final states reported).
     partition_request_retries: u64,
+    /// When the loop took the earliest TaskManager loss that restarted tasks and whose re-runs
+    /// have not been submitted yet.
+    failover_since: Option<Instant>,
+    /// The longest time from such a loss to the first re-run attempt submitted after it.
+    max_loss_to_redeploy: Option<Duration>,
     max_stall: Duration,
     /// The most thread CPU time one scheduler call used.
     max_cpu: Duration,
@@ -328,6 +333,8 @@ pub(crate) fn run_job(
         tasks_deployed: 0,
         rpc_timeouts: 0,
         partition_request_retries: 0,
+        failover_since: None,
+        max_loss_to_redeploy: None,
         max_stall: Duration::ZERO,
         max_cpu: Duration::ZERO,
         first_submission: None,
@@ -464,6 +471,7 @@ pub(crate) fn run_job(
         rpc_timeouts: Some(run.rpc_timeouts),
         re_registrations: Some(counters.re_registrations - counters_before.re_registrations),
         partition_request_retries: Some(run.partition_request_retries),
+        max_loss_to_redeploy_ms: run.max_loss_to_redeploy.map(ms),
         max_heartbeat_rtt_ms: counters.max_rtt_ms,
         descriptors: descriptors_report(offload_rule, &run.factory.stats()),
         blob_fetches: task_managers.iter().map(|t| t.blob_fetches).sum(),
@@ -536,6 +544,7 @@ impl JobRun<'_> {
         loop {
             while let Some(event) = self.next_event() {
                 let now = self.now_ms();
+                let taken = Instant::now();
                 let call = CallTimer::start();
                 let result = self.scheduler.handle(now, event.clone());
                 call.record(
@@ -546,6 +555,11 @@ impl JobRun<'_> {
                 );
                 match result {
                     Ok(mut commands) => {
+                        if matches!(event, Event::TaskManagerLost(_))
+                            && commands.iter().any(|c| matches!(c, Command::Restart(_)))
+                        {
+                            self.failover_since.get_or_insert(taken);
+                        }
                         self.finish_owed_work(&mut commands);
                         if self.event_log.is_some() {
                             self.log_call(&event, &commands);
@@ -1102,6 +1116,12 @@ impl JobRun<'_> {
                 self.speculative.deployed(attempt, slot.task_manager);
             } else {
                 self.deployed_on[attempt.vertex as usize] = slot.task_manager.0;
+                if attempt.attempt > 0 {
+                    if let Some(since) = self.failover_since.take() {
+                        let took = since.elapsed();
+                        self.max_loss_to_redeploy = self.max_loss_to_redeploy.max(Some(took));
+                    }
+                }
             }
             self.tasks_deployed += 1;
             *self

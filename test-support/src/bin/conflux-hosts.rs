@@ -13,8 +13,11 @@
 //! cuts host tmK off (both ways) T ms after the submission for D ms; `--cut-data-path` cuts
 //! only tm1 <-> tm2 in the same way; `--rate-limit` limits every TaskManager's link. Flags
 //! after `--jm`, `--tm` and `--submit` (each up to the next of these three) go to `conflux
-//! jobmanager`, every `conflux taskmanager` and `conflux submit`. Exit code: 0 when the job
-//! FINISHED, 1 otherwise, 2 for bad usage.
+//! jobmanager`, every `conflux taskmanager` and `conflux submit`. After a cut it also prints the
+//! JobManager's losses and registrations from then on, when it declared a TaskManager lost and
+//! when the first re-run was submitted (the report's `max_loss_to_redeploy_ms`), as ranges from
+//! the end and the start of the `nft` call that cut. Exit code: 0 when the job FINISHED, 1
+//! otherwise, 2 for bad usage.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -221,12 +224,16 @@ fn run(o: &Options) -> ExitCode {
     let mut cut_at = None;
     if o.cut.is_some() || o.cut_data_path {
         std::thread::sleep(Duration::from_millis(o.cut_after_ms));
+        // The rule is in force at some moment within the `nft` call that cuts: times after the
+        // cut are given from its end and from its start (lower and upper bounds).
+        let started = std::time::SystemTime::now();
         let cut = match &o.cut {
             Some(host) => cluster.hosts.cut(host, Direction::Both),
             None => cluster.hosts.cut_between("tm1", "tm2", Direction::Both),
         };
+        let applied = std::time::SystemTime::now();
+        cut_at = Some((seconds_of_day(started), seconds_of_day(applied)));
         let mut cut_faults = Vec::new();
-        cut_at = Some(seconds_of_day(std::time::SystemTime::now()));
         if apply(cut, &mut cut_faults) {
             std::thread::sleep(Duration::from_millis(o.cut_for_ms));
             drop(cut_faults);
@@ -236,19 +243,11 @@ fn run(o: &Options) -> ExitCode {
     let result = finish(child, Duration::from_secs(3_600));
     drop(faults);
     if let Some(cut_at) = cut_at {
-        // The JobManager logs every restart at WARN with its time (UTC): the first after the
-        // cut is when the lost regions were given to the TaskManagers left.
-        let restart = cluster.log("jm").lines().find_map(|line| {
-            let at = log_seconds_of_day(line)?;
-            (line.contains("restarting tasks") && at >= cut_at).then_some(at)
-        });
-        match restart {
-            Some(at) => eprintln!(
-                "restart of the lost regions {:.0} ms after the cut",
-                (at - cut_at) * 1e3
-            ),
-            None => eprintln!("no restart after the cut"),
-        }
+        print_recovery(
+            &cluster.log("jm"),
+            cut_at,
+            result.as_ref().ok().map(|r| r.1.as_str()),
+        );
     }
     match result {
         Ok((status, report)) => {
@@ -264,6 +263,55 @@ fn run(o: &Options) -> ExitCode {
             eprintln!("conflux-hosts: submit: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Prints, to stderr, how the job recovered from the cut whose `nft` call ran from `cut.0` to
+/// `cut.1` (seconds of the day, UTC): every loss and registration the JobManager logged from
+/// then on, when it first declared a TaskManager lost (its first `TaskManager lost` line), and
+/// when the first re-run attempt was submitted after that loss (the report's
+/// `max_loss_to_redeploy_ms`, on the JobManager's clock); times after the cut as ranges, from
+/// the call's end to its start.
+fn print_recovery(jm_log: &str, (started, applied): (f64, f64), report: Option<&str>) {
+    eprintln!("the cut took {:.0} ms to apply", (applied - started) * 1e3);
+    let after = |at: f64| {
+        format!(
+            "{:.0} to {:.0} ms after the cut",
+            ((at - applied) * 1e3).max(0.0),
+            (at - started) * 1e3
+        )
+    };
+    let mut lost = None;
+    for line in jm_log.lines() {
+        let Some(at) = log_seconds_of_day(line).filter(|&at| at >= started) else {
+            continue;
+        };
+        let is_loss = line.contains("TaskManager lost");
+        if is_loss || line.contains("TaskManager registered") {
+            let message = line.split_once(' ').map_or(line, |(_, rest)| rest.trim());
+            eprintln!("{}: {message}", after(at));
+        }
+        if is_loss && lost.is_none() {
+            lost = Some(at);
+        }
+    }
+    let Some(lost) = lost else {
+        eprintln!("no TaskManager lost after the cut");
+        return;
+    };
+    let redeploy = report
+        .and_then(|r| serde_json::from_str::<serde_json::Value>(r).ok())
+        .and_then(|r| r["max_loss_to_redeploy_ms"].as_f64());
+    match redeploy {
+        Some(ms) => eprintln!(
+            "declared lost {}; first re-run submitted {ms:.0} ms after the loss, {}",
+            after(lost),
+            after(lost + ms / 1e3)
+        ),
+        None => eprintln!(
+            "declared lost {}; no re-run submitted after it",
+            after(lost)
+        ),
     }
 }
 

@@ -17,6 +17,7 @@
 
 mod adaptive;
 pub mod api;
+mod chunked_queue;
 mod continuation;
 mod failover_strategy;
 mod failure_handling;

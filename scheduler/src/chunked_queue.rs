@@ -142,11 +142,11 @@ mod tests {
     #[test]
     fn holds_the_chunks_its_entries_need() {
         let mut queue = ChunkedQueue::new();
-        for i in 0..(2 * CHUNK + 1) as u32 {
+        for i in 0..2 * CHUNK + 1 {
             queue.push_back(i);
         }
         assert_eq!(queue.chunks.len(), 3);
-        for i in 0..CHUNK as u32 {
+        for i in 0..CHUNK {
             assert_eq!(queue.pop_front(), Some(i));
         }
         assert_eq!((queue.chunks.len(), queue.spare.is_some()), (2, true));

@@ -131,6 +131,18 @@ pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
     let (data_dir, _dir) = working_dir(args.data_dir.as_deref(), Kind::TaskManager)?;
     config.data_dir = data_dir;
     let exit_with_parent = args.exit_with_parent;
+    if args.work_nice > 0 {
+        // The heartbeat thread first, at this thread's priority; then this thread lower, and
+        // every thread made after it (the runtime's, the tasks') inherits the lower priority.
+        conflux_runtime::start_heartbeat_thread()
+            .context("starting the heartbeat thread")
+            .map_err(Failure::Work)?;
+        if let Err(e) = conflux_runtime::thread_priority::lower_current_thread_priority(i32::from(
+            args.work_nice,
+        )) {
+            tracing::debug!("work threads keep their priority: {e}");
+        }
+    }
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
         let (parent_gone_tx, parent_gone) = tokio::sync::oneshot::channel::<()>();

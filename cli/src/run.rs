@@ -325,7 +325,7 @@ fn job_report(
         scheduler_events: Some(report.events),
         virtual_ms: Some(report.virtual_ms),
         max_handler_stall_ms: ms(report.max_handler_stall),
-        max_handler_cpu_ms: None,
+        max_handler_cpu_ms: report.max_handler_cpu.map(ms),
         peak_rss_bytes: conflux_runtime::peak_rss_bytes(),
         jobmanager_peak_rss_bytes: None,
         trace_digest: format!("{:016x}", report.trace_digest),

@@ -316,7 +316,11 @@ impl JobManager {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = recovered;
         }
-        let heartbeat = tokio::spawn(registry::heartbeat_loop(
+        // On the heartbeat thread, with the heartbeat connections: no deployment work delays a
+        // round or the reading of its answers.
+        let heartbeats = crate::heartbeat_thread::heartbeat_runtime()
+            .map_err(|source| JobManagerError::Bind { address, source })?;
+        let heartbeat = heartbeats.spawn(registry::heartbeat_loop(
             Arc::downgrade(&registry),
             Duration::from_millis(config.heartbeat.interval_ms),
             Duration::from_millis(config.heartbeat.timeout_ms),

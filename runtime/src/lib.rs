@@ -17,6 +17,7 @@ pub mod client;
 pub mod config;
 pub mod connection;
 mod cpu_time;
+mod heartbeat_thread;
 mod jobmanager;
 mod metrics;
 pub mod protocol;
@@ -31,6 +32,7 @@ pub use client::{ClientError, JobManagerClient};
 pub use config::{
     HeartbeatConfig, JobHistory, JobManagerConfig, RpcConfig, RpcFaults, TaskManagerConfig,
 };
+pub use heartbeat_thread::start_heartbeat_thread;
 pub use jobmanager::{
     word_count_job, word_count_job_as_run, JobManager, JobManagerError, TaskManagerInfo,
 };

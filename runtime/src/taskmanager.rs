@@ -627,13 +627,14 @@ fn heartbeat_end_reason(e: &RpcError, timeout: Duration) -> String {
     }
 }
 
-/// Runs [`heartbeat_connection`] on a thread of its own, with a runtime of its own, until the
-/// session signals [`HeartbeatSide::stop`].
+/// Runs [`heartbeat_connection`] on the process's heartbeat thread (`heartbeat_thread.rs`),
+/// until the session signals [`HeartbeatSide::stop`].
 ///
 /// Deploying thousands of tasks keeps the session's runtime busy (decoding TDDs, starting tasks,
 /// sending their states): an answer that waited there for a worker came back 0.4-0.7 s late at
 /// 100k x 100k on 20 TaskManagers, against a 1 s timeout. A thread that sleeps between
-/// requests is woken and scheduled at once, whatever the task threads do.
+/// requests is woken and scheduled at once, whatever the task threads do; under `conflux
+/// cluster` it also keeps the process's priority while the task threads run at nice 19.
 fn spawn_heartbeat_thread(
     config: TaskManagerConfig,
     id: conflux_deploy::TaskManagerId,
@@ -642,20 +643,14 @@ fn spawn_heartbeat_thread(
     side: Arc<HeartbeatSide>,
     timeout: Duration,
 ) -> std::io::Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    std::thread::Builder::new()
-        .name("conflux-heartbeat".into())
-        .spawn(move || {
-            let stopped = Arc::clone(&side);
-            runtime.block_on(async move {
-                tokio::select! {
-                    () = heartbeat_connection(config, id, secret, ctx, side, timeout) => {}
-                    () = stopped.stop.notified() => {}
-                }
-            });
-        })?;
+    let runtime = crate::heartbeat_thread::heartbeat_runtime()?;
+    let stopped = Arc::clone(&side);
+    runtime.spawn(async move {
+        tokio::select! {
+            () = heartbeat_connection(config, id, secret, ctx, side, timeout) => {}
+            () = stopped.stop.notified() => {}
+        }
+    });
     Ok(())
 }
 

@@ -18,6 +18,7 @@
 mod adaptive;
 mod adaptive_batch_scheduler;
 pub mod api;
+mod chunked_queue;
 mod continuation;
 mod failover_strategy;
 mod failure_handling;

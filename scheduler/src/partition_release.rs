@@ -6,7 +6,7 @@
 //! and a partition is released everywhere once every group containing it is.
 
 use conflux_graph::{
-    ConsumedPartitionGroupId, ExecutionVertexIndex, IntermediateResultPartitionId,
+    ConsumedPartitionGroupId, ExecutionVertexIndex, IntermediateResultPartitionId, PartitionIndex,
     PipelinedRegionIndex,
 };
 
@@ -76,18 +76,36 @@ impl Scheduler {
     fn release_group(&mut self, g: ConsumedPartitionGroupId) {
         self.group_released[g] = true;
         let group = self.graph.consumed_partition_group(g);
-        let mut partitions = Vec::new();
+        let result = group.result;
+        let mut partitions = Vec::with_capacity(group.partitions.len());
+        // A result's partitions have consecutive global indices (the first at partition 0); a
+        // group's result is always initialised.
+        let base = self
+            .graph
+            .checked_partition_index(IntermediateResultPartitionId {
+                result,
+                partition: 0,
+            })
+            .map_or(0, |i| i.0);
+        // A result with one consuming edge has one group per partition, this one: every
+        // partition is released, and the pass does no lookup per partition (a million of them
+        // at 10^6 x 10^6, when the last consumer finishes).
+        let only_group = self.graph.job_graph().data_set(result).consumers.len() == 1;
         for p in group.partitions {
             let id = IntermediateResultPartitionId {
-                result: group.result,
+                result,
                 partition: p,
             };
-            let all_released = self
-                .graph
-                .consumer_vertex_groups(id)
-                .all(|cvg| self.group_released[cvg.consumed_partition_group()]);
-            let i = self.graph.partition_index(id);
-            if all_released && !self.released[i] {
+            let i = PartitionIndex(base + p);
+            if self.released[i] {
+                continue;
+            }
+            let all_released = only_group
+                || self
+                    .graph
+                    .consumer_vertex_groups(id)
+                    .all(|cvg| self.group_released[cvg.consumed_partition_group()]);
+            if all_released {
                 self.released[i] = true;
                 partitions.push(id);
             }

@@ -101,6 +101,11 @@ impl Scheduler {
                     run.pos = 0;
                     break;
                 }
+                if run.chosen.is_empty() {
+                    // Every first-round candidate may be chosen: room for them all, allocated
+                    // before anything is in it, so that choosing a million never copies it.
+                    run.chosen.reserve(run.candidates.len());
+                }
                 self.round = self.round.wrapping_add(1);
                 sort_unless_ascending(&mut run.candidates, budget);
                 run.candidates.dedup();

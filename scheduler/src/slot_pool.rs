@@ -15,10 +15,12 @@
 //! already holds (slots in use by other regions free up when they finish); in a streaming job
 //! only the free ones (running streaming tasks occupy their slots indefinitely).
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use conflux_deploy::{AllocationId, TaskManagerId, TaskManagerLocation};
 use conflux_graph::{ExecutionGraph, ExecutionVertexIndex, IndexVec, PipelinedRegionIndex};
+
+use crate::chunked_queue::ChunkedQueue;
 
 /// `missing_slots` of a region without an open request.
 pub(crate) const NO_REQUEST: u32 = u32::MAX;
@@ -114,11 +116,12 @@ pub(crate) struct SlotPool {
     /// Per vertex waiting for a shared slot, the next to wait for the same one ([`NONE`]: the
     /// last).
     next_waiting: IndexVec<ExecutionVertexIndex, u32>,
-    /// Shared slots waiting for a physical slot, first come first served.
-    queue: VecDeque<SharingKey>,
+    /// Shared slots waiting for a physical slot, first come first served (in chunks: a
+    /// million requests in one run never copy it).
+    queue: ChunkedQueue<SharingKey>,
     /// Timeout checks of open requests, in due order (each is re-queued `slot.request.timeout`
-    /// after it ran, so appending keeps the order).
-    bulk_checks: VecDeque<BulkCheck>,
+    /// after it ran, so appending keeps the order; in chunks, as `queue`).
+    bulk_checks: ChunkedQueue<BulkCheck>,
     /// Slots were freed or requested during the current call; the queue is served at its end,
     /// after cancellations and failovers, so that no slot goes to a task about to be cancelled.
     dirty: bool,
@@ -172,8 +175,8 @@ impl SlotPool {
                 .map(|&w| vec![SharedSlot::ABSENT; w as usize])
                 .collect(),
             next_waiting: IndexVec::from_elem(NONE, n),
-            queue: VecDeque::new(),
-            bulk_checks: VecDeque::new(),
+            queue: ChunkedQueue::new(),
+            bulk_checks: ChunkedQueue::new(),
             dirty: false,
             blocked: HashSet::new(),
             parked: BTreeSet::new(),

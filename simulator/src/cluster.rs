@@ -162,6 +162,10 @@ pub struct SimulationReport {
     /// Longest single scheduler call, `Scheduler::handle` or `Scheduler::continue_work` (wall
     /// time); bounded by the scheduler's work budget.
     pub max_handler_stall: Duration,
+    /// The CPU time of the calling thread in its longest call by CPU time (which may be another
+    /// call than the longest by wall time): the call's own work, without the time it waited for
+    /// a core. `None` where the platform has no thread CPU clock.
+    pub max_handler_cpu: Option<Duration>,
     /// Wall time spent building TDDs (JobManager side).
     pub descriptor_wall: Duration,
     /// Wall time TaskManagers spent loading input gates (fetch + decode).
@@ -208,27 +212,56 @@ fn log_blob_failures(factory: &mut TaskDeploymentDescriptorFactory, job_id: JobI
     }
 }
 
-/// Keeps the longest scheduler call; a new longest one is logged (debug) with what it handled:
-/// the event, and which continuation call of its work (0: the `handle` call itself).
+/// One scheduler call's clocks: wall time and the thread's CPU time when it began.
+struct CallClock {
+    wall: Instant,
+    cpu: Option<Duration>,
+}
+
+impl CallClock {
+    fn start() -> CallClock {
+        CallClock {
+            wall: Instant::now(),
+            cpu: crate::cpu_time::thread_cpu_time(),
+        }
+    }
+}
+
+/// A call of at least this much CPU time is logged (debug) even when it is not the longest.
+const LOGGED_CALL_CPU: Duration = Duration::from_millis(5);
+
+/// Keeps the longest scheduler call, by wall time and by CPU time; a new longest one (by wall
+/// time), or one of at least [`LOGGED_CALL_CPU`], is logged (debug) with what it handled: the
+/// event, and which continuation call of its work (0: the `handle` call itself).
 fn note_call(
     report: &mut SimulationReport,
-    took: Duration,
+    clock: &CallClock,
     now_ms: u64,
     event: &Event,
     continuation: u32,
 ) {
-    if took <= report.max_handler_stall {
-        return;
+    let took = clock.wall.elapsed();
+    let cpu = clock
+        .cpu
+        .zip(crate::cpu_time::thread_cpu_time())
+        .map(|(before, after)| after.saturating_sub(before));
+    if let Some(cpu) = cpu {
+        report.max_handler_cpu = Some(report.max_handler_cpu.map_or(cpu, |m| m.max(cpu)));
     }
-    report.max_handler_stall = took;
-    if tracing::enabled!(tracing::Level::DEBUG) {
+    let longest = took > report.max_handler_stall;
+    report.max_handler_stall = report.max_handler_stall.max(took);
+    if (longest || cpu.is_some_and(|c| c >= LOGGED_CALL_CPU))
+        && tracing::enabled!(tracing::Level::DEBUG)
+    {
         let what: String = format!("{event:?}").chars().take(80).collect();
         tracing::debug!(
             ms = took.as_secs_f64() * 1e3,
+            cpu_ms = cpu.map(|c| c.as_secs_f64() * 1e3),
             virtual_ms = now_ms,
             event = %what,
             continuation,
-            "longest scheduler call so far"
+            longest,
+            "long scheduler call"
         );
     }
 }
@@ -440,6 +473,7 @@ fn run(
         events: 0,
         continuations: 0,
         max_handler_stall: Duration::ZERO,
+        max_handler_cpu: None,
         descriptor_wall: Duration::ZERO,
         task_manager_load_wall: Duration::ZERO,
         run_wall: Duration::ZERO,
@@ -468,20 +502,20 @@ fn run(
     loop {
         for event in events.drain(..) {
             let observed = event.clone();
-            let call = Instant::now();
+            let call = CallClock::start();
             let mut commands = scheduler
                 .handle(now, event)
                 .map_err(|e| format!("bug: {e}"))?;
-            note_call(&mut report, call.elapsed(), now, &observed, 0);
+            note_call(&mut report, &call, now, &observed, 0);
             // Work beyond the scheduler's budget is done by continuation calls at the same
             // virtual time, before the next event; their commands continue the call's, and the
             // whole is handled as one call's commands, as before there were budgets.
             let mut continuation = 0;
             while scheduler.has_pending_work() {
-                let call = Instant::now();
+                let call = CallClock::start();
                 let more = scheduler.continue_work().map_err(|e| format!("bug: {e}"))?;
                 continuation += 1;
-                note_call(&mut report, call.elapsed(), now, &observed, continuation);
+                note_call(&mut report, &call, now, &observed, continuation);
                 report.continuations += 1;
                 commands.extend(more);
             }

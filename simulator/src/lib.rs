@@ -10,6 +10,7 @@
 
 mod adaptive_report;
 pub mod cluster;
+mod cpu_time;
 mod event_queue;
 mod produced_bytes;
 pub mod script;

@@ -381,6 +381,11 @@ pub(crate) struct TaskManagerArgs {
     /// outlives it).
     #[arg(long, hide = true)]
     pub(crate) exit_with_parent: bool,
+    /// Nice levels its work threads (tasks, deployments, data) run below its heartbeat thread,
+    /// 0-19 (how `conflux cluster` keeps its TaskManagers from starving the JobManager on one
+    /// machine while their heartbeats keep the JobManager's priority).
+    #[arg(long, hide = true, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=19))]
+    pub(crate) work_nice: u8,
     #[command(flatten)]
     pub(crate) settings: ConfigArgs,
 }

@@ -50,21 +50,13 @@ impl Drop for Children {
     }
 }
 
-/// The command starting a TaskManager child: under `nice -n 19` where `nice` exists, so that on
-/// one machine the TaskManagers (each on a host of its own in a real cluster) do not starve the
-/// JobManager's event loop and heartbeat tasks (at 100k x 100k, 20 busy TaskManagers at nice 10
-/// still outweighed the job loop: its longest call was 13-16 ms of wall time for at most 9 ms of
-/// CPU; at 19, 6-9 ms); `nice` execs the program, so the child's pid is the TaskManager's.
-fn taskmanager_command(exe: &std::path::Path) -> Command {
-    let nice = std::path::Path::new("/usr/bin/nice");
-    if nice.exists() {
-        let mut command = Command::new(nice);
-        command.arg("-n").arg("19").arg(exe);
-        command
-    } else {
-        Command::new(exe)
-    }
-}
+/// Nice levels a TaskManager child's work threads run below its heartbeat thread: 19, so that
+/// on one machine the TaskManagers (each on a host of its own in a real cluster) do not starve
+/// the JobManager's event loop (at 100k x 100k, 20 busy TaskManagers at nice 10 still
+/// outweighed the job loop: its longest call was 13-16 ms of wall time for at most 9 ms of CPU;
+/// at 19, 6-9 ms), while their heartbeat threads keep the JobManager's priority: a heartbeat
+/// thread at nice 19 waited behind the JobManager's busy threads for up to 0.1-0.7 s.
+const TASKMANAGER_WORK_NICE: u8 = 19;
 
 /// Slots per TaskManager: the job's slot demand spread evenly.
 fn default_slots(bytes: &[u8], args: &ClusterArgs) -> Result<u32, Failure> {
@@ -191,7 +183,8 @@ async fn run_on(
     let token = args.token.token()?;
     for i in 0..args.task_managers {
         let slowdown = args.slowdown_of(i)?;
-        let mut command = taskmanager_command(&exe);
+        // Its work threads lower their own priority (`--work-nice`), its heartbeat thread does not.
+        let mut command = Command::new(&exe);
         // A TaskManager daemon logs at INFO by default; as children of one run they only warn,
         // unless RUST_LOG says otherwise (it is inherited).
         if std::env::var_os("RUST_LOG").is_none() {
@@ -214,6 +207,8 @@ async fn run_on(
             .arg("--data-dir")
             .arg(work.join(format!("tm-{i}")))
             .arg("--exit-with-parent")
+            .arg("--work-nice")
+            .arg(TASKMANAGER_WORK_NICE.to_string())
             .args(args.partition_requests.to_args())
             .args(
                 (slowdown > 1.0)

@@ -260,10 +260,12 @@ impl Registry {
         true
     }
 
-    /// Records a heartbeat answer: its round trip and the TaskManager's counters.
+    /// Records a heartbeat answer: its round trip and the TaskManager's counters. The answer
+    /// arrived when it was read, before the table's lock was taken (a wait for the lock is
+    /// neither the network's nor the TaskManager's).
     pub(crate) fn heartbeat_answered(&self, id: TaskManagerId, seq: u64, stats: TaskManagerStats) {
-        let mut state = self.lock();
         let now = Instant::now();
+        let mut state = self.lock();
         let mut rtt_ms = None;
         if let Some(entry) = state.alive.get_mut(&id) {
             entry.last_answer = now;

@@ -115,7 +115,7 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
                 });
             };
             send_reply(&mut conn, &welcome(Some(task_manager), None)).await?;
-            serve_heartbeats(conn, peer, task_manager, requests, closed, shared).await
+            on_heartbeat_thread(conn, peer, task_manager, requests, closed, shared).await
         }
         Role::Client => {
             send_reply(&mut conn, &welcome(None, None)).await?;
@@ -282,6 +282,42 @@ async fn serve_task_manager(
         writer.abort();
     }
     result
+}
+
+/// Serves a heartbeat connection on the process's heartbeat thread (`heartbeat_thread.rs`),
+/// its socket registered with that thread's reactor, so that no busy I/O thread delays a
+/// request or the reading of its answer; returns when it ends.
+async fn on_heartbeat_thread(
+    conn: FramedStream,
+    peer: &str,
+    id: TaskManagerId,
+    requests: tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
+    closed: Arc<tokio::sync::Notify>,
+    shared: &Arc<Shared>,
+) -> Result<(), RpcError> {
+    let io_error = |source: std::io::Error| RpcError::Io {
+        peer: peer.to_owned(),
+        source,
+    };
+    let runtime = crate::heartbeat_thread::heartbeat_runtime().map_err(io_error)?;
+    let parts = conn.into_parts();
+    let (read_buf, write_buf, codec) = (parts.read_buf, parts.write_buf, parts.codec);
+    let socket = parts.io.into_std().map_err(io_error)?;
+    let (peer_name, shared) = (peer.to_owned(), Arc::clone(shared));
+    let served = runtime.spawn(async move {
+        let io = TcpStream::from_std(socket).map_err(|source| RpcError::Io {
+            peer: peer_name.clone(),
+            source,
+        })?;
+        let mut parts = tokio_util::codec::FramedParts::new::<bytes::Bytes>(io, codec);
+        parts.read_buf = read_buf;
+        parts.write_buf = write_buf;
+        let conn = tokio_util::codec::Framed::from_parts(parts);
+        serve_heartbeats(conn, &peer_name, id, requests, closed, &shared).await
+    });
+    served
+        .await
+        .map_err(|e| io_error(std::io::Error::other(e.to_string())))?
 }
 
 /// A TaskManager's heartbeat connection: requests out, answers in, nothing else. Its end does

@@ -8,10 +8,12 @@ mod local;
 mod paths;
 mod render;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use conflux_runtime::connection::RpcError;
+use conflux_runtime::high_availability::{JobStore, LeaderContext};
 use conflux_runtime::protocol::JobSubmission;
 use conflux_runtime::{ClientError, JobManager, JobManagerClient, TaskManager};
 
@@ -98,11 +100,39 @@ fn end_runtime(runtime: tokio::runtime::Runtime) {
 pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
     work_dir::install(OnSignal::Graceful);
     let mut config = args.config()?;
+    let ha = args.ha.options()?;
+    if ha.is_some() && args.ha_storage_dir.is_none() {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--high-availability zookeeper needs --ha-storage-dir DIR (Flink's \
+             high-availability.storageDir), where the leader stores submitted jobs"
+        )));
+    }
     // Removed when this function returns, whatever ends it.
     let (blob_dir, _dir) = working_dir(args.blob_dir.as_deref(), Kind::JobManager)?;
     config.blob_dir = blob_dir;
     let runtime = jobmanager_runtime()?;
     let result = runtime.block_on(async {
+        let leader = match (&ha, &args.ha_storage_dir) {
+            (Some(options), Some(storage)) => match campaign(options).await? {
+                Some(leadership) => {
+                    let store = Arc::new(crate::ha::FileJobStore::new(
+                        storage,
+                        options,
+                        Arc::clone(&leadership),
+                    )?);
+                    config.leader = Some(LeaderContext {
+                        fencing_token: leadership.token(),
+                        lease: leadership.validity(),
+                        job_store: Arc::clone(&store) as Arc<dyn JobStore>,
+                    });
+                    Some((options, leadership, store))
+                }
+                // Stopped while standing by.
+                None => return Ok(()),
+            },
+            _ => None,
+        };
+        let advertised = config.advertised_host.clone();
         let jm = JobManager::start(config).await.map_err(Failure::input)?;
         eprintln!(
             "JobManager listening on {} (blob server {}, REST API {}); Ctrl-C stops it",
@@ -110,12 +140,89 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
             jm.blob_server_url(),
             rest_url(&jm),
         );
-        work_dir::stop_requested().await;
-        shutdown_within_grace(jm).await;
-        Ok(())
+        let Some((options, leadership, store)) = leader else {
+            work_dir::stop_requested().await;
+            shutdown_within_grace(jm).await;
+            return Ok(());
+        };
+        let host = advertised.unwrap_or_else(|| jm.address().ip().to_string());
+        let info = conflux_ha::LeaderInfo {
+            rpc_address: std::net::SocketAddr::new(
+                host.parse().unwrap_or_else(|_| jm.address().ip()),
+                jm.address().port(),
+            )
+            .to_string(),
+            rest_url: jm.rest_address().map(|a| format!("http://{a}")),
+            fencing_token: leadership.token(),
+        };
+        leadership
+            .publish(options, &info)
+            .await
+            .map_err(|e| Failure::Work(e.into()))?;
+        let recovered = recover_jobs(&jm, &store).await?;
+        eprintln!(
+            "JobManager leads cluster id {} (fencing token {}); {recovered} jobs recovered",
+            options.cluster_id,
+            leadership.token()
+        );
+        tokio::select! {
+            () = work_dir::stop_requested() => {
+                shutdown_within_grace(jm).await;
+                Ok(())
+            }
+            () = leadership.lost() => {
+                shutdown_within_grace(jm).await;
+                Err(Failure::Work(anyhow::anyhow!(
+                    "lost the leadership of cluster id {} (ZooKeeper session or lease ended): \
+                     stopped acting; another JobManager takes over",
+                    options.cluster_id
+                )))
+            }
+        }
     });
     end_runtime(runtime);
     result
+}
+
+/// Joins the election of `options`' cluster id and waits to lead; `None` when a stop is
+/// requested while standing by.
+async fn campaign(
+    options: &conflux_ha::HaOptions,
+) -> Result<Option<Arc<conflux_ha::Leadership>>, Failure> {
+    let election = conflux_ha::LeaderElection::join(options)
+        .await
+        .map_err(|e| Failure::Work(e.into()))?;
+    eprintln!(
+        "JobManager standing by for the leadership of cluster id {} (ZooKeeper {})",
+        options.cluster_id, options.quorum
+    );
+    tokio::select! {
+        leadership = election.await_leadership() => {
+            Ok(Some(Arc::new(leadership.map_err(|e| Failure::Work(e.into()))?)))
+        }
+        () = work_dir::stop_requested() => Ok(None),
+    }
+}
+
+/// Queues every job of the job store (those whose pointer exists: not ended) under its own
+/// id; returns how many. A job whose stored files cannot be read is logged, naming the file.
+async fn recover_jobs(jm: &JobManager, store: &crate::ha::FileJobStore) -> Result<usize, Failure> {
+    let mut recovered = 0;
+    for (job, submission) in store.recoverable().await? {
+        match submission {
+            Ok(submission) => match jm.recover(job, submission).await {
+                Ok(_) => {
+                    tracing::info!(%job, "job recovered from the job store");
+                    recovered += 1;
+                }
+                Err(e) => tracing::error!(%job, "job not recovered: {e}"),
+            },
+            Err(e) => {
+                tracing::error!(%job, "job not recovered: its stored graph is unreadable: {e}")
+            }
+        }
+    }
+    Ok(recovered)
 }
 
 pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
@@ -125,8 +232,20 @@ pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
     let (data_dir, _dir) = working_dir(args.data_dir.as_deref(), Kind::TaskManager)?;
     config.data_dir = data_dir;
     let exit_with_parent = args.exit_with_parent;
+    let ha = args.ha.options()?;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
+        // Under high availability the TaskManager follows the leader ZooKeeper publishes.
+        let _retrieval = match &ha {
+            Some(options) => {
+                let retrieval = conflux_ha::LeaderRetrieval::start(options)
+                    .await
+                    .map_err(|e| Failure::Work(e.into()))?;
+                config.leader = Some(retrieval.subscribe());
+                Some(retrieval)
+            }
+            None => None,
+        };
         let (parent_gone_tx, parent_gone) = tokio::sync::oneshot::channel::<()>();
         if exit_with_parent {
             // `conflux cluster` holds our stdin: its end means the parent is gone, however it
@@ -156,8 +275,10 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         options: args.job.options(&args.load)?,
     };
     let runtime = tokio_runtime()?;
-    let address = &args.jobmanager;
     let report = runtime.block_on(async {
+        let (address, follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let address = &address;
         let mut client = JobManagerClient::connect(address, args.token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
@@ -172,6 +293,11 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         })?;
         if args.detached {
             return Ok(Err(job));
+        }
+        if let Some(follow) = &follow {
+            return wait_following(&mut client, follow, args.token.clone(), job)
+                .await
+                .map(Ok);
         }
         client.wait(job).await.map(Ok).map_err(|e| {
             if connection_lost(&e) {
@@ -194,6 +320,55 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         Ok(report) => {
             render::print_report(&report, args.format)?;
             failed_if_failed(&report)
+        }
+    }
+}
+
+/// Waits for `job`'s end on the leader, following leadership changes: when the leader's
+/// connection is lost, the next leader (a larger fencing token) is asked, and while it is still
+/// recovering its jobs an unknown job is asked again for up to 30 s.
+async fn wait_following(
+    client: &mut JobManagerClient,
+    (retrieval, first): &(conflux_ha::LeaderRetrieval, conflux_ha::LeaderInfo),
+    token: Option<String>,
+    job: conflux_blob::JobId,
+) -> Result<conflux_runtime::JobReport, Failure> {
+    match client.wait(job).await {
+        Ok(report) => return Ok(report),
+        Err(e) if connection_lost(&e) => {
+            tracing::info!("the leader's connection was lost ({e}): following the next leader");
+        }
+        Err(e) => return Err(Failure::Work(e.into())),
+    }
+    let mut lost = first.fencing_token;
+    let wait = Duration::from_secs(300);
+    let mut unknown_since: Option<std::time::Instant> = None;
+    loop {
+        let leader = crate::ha::next_leader(retrieval, lost, wait).await?;
+        let mut client = match JobManagerClient::connect(&leader.rpc_address, token.clone()).await {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::debug!(
+                    "the leader at {} does not answer yet: {e}",
+                    leader.rpc_address
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        match client.wait(job).await {
+            Ok(report) => return Ok(report),
+            Err(e) if connection_lost(&e) => lost = leader.fencing_token,
+            Err(ClientError::JobManager(m))
+                if m.starts_with("no job")
+                    && unknown_since
+                        .get_or_insert_with(std::time::Instant::now)
+                        .elapsed()
+                        < Duration::from_secs(30) =>
+            {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(Failure::Work(e.into())),
         }
     }
 }
@@ -234,7 +409,9 @@ fn failed_if_failed(report: &conflux_runtime::JobReport) -> Result<(), Failure> 
 pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {
     let runtime = tokio_runtime()?;
     let jobs = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
+        let (address, _follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let mut client = JobManagerClient::connect(&address, args.token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         client.list().await.map_err(|e| Failure::Work(e.into()))
@@ -282,9 +459,11 @@ fn ended(status: &str) -> bool {
 /// does not know (never submitted, or gone from its job history).
 pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
-    let address = &args.jobmanager;
     let runtime = tokio_runtime()?;
     let (summary, report) = runtime.block_on(async {
+        let (address, _follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let address = &address;
         let mut client = JobManagerClient::connect(address, args.token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
@@ -333,12 +512,17 @@ pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
 /// exit 1 when it did not finish (or its output is wrong), or the JobManager does not know it.
 pub(crate) fn wait(args: &JobQueryArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
-    let address = &args.jobmanager;
     let runtime = tokio_runtime()?;
     let report = runtime.block_on(async {
+        let (address, follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let address = &address;
         let mut client = JobManagerClient::connect(address, args.token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
+        if let Some(follow) = &follow {
+            return wait_following(&mut client, follow, args.token.clone(), job).await;
+        }
         client.wait(job).await.map_err(|e| {
             if connection_lost(&e) {
                 Failure::Work(anyhow::anyhow!(
@@ -358,7 +542,9 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
-        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.clone())
+        let (address, _follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let mut client = JobManagerClient::connect(&address, args.token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         // The JobManager leaves an ended job as it ended: say so instead of "cancelling". A

@@ -20,6 +20,7 @@ mod checkpoint;
 mod cluster;
 mod descriptors;
 mod failure;
+mod ha;
 mod headings;
 mod input;
 mod inspect;

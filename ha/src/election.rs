@@ -176,7 +176,10 @@ struct Lease {
 
 impl Lease {
     fn valid(&self) -> bool {
-        let lost = *self.lost.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let lost = *self
+            .lost
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let confirmed = *self
             .confirmed
             .lock()
@@ -195,8 +198,17 @@ impl Leadership {
             lost: Mutex::new(false),
         });
         let (lost_tx, lost) = watch::channel(false);
-        let renewer = tokio::spawn(renew(client.clone(), node.clone(), Arc::clone(&lease), lost_tx));
-        tracing::info!(token, session_timeout_ms = timeout.as_millis() as u64, "leadership granted");
+        let renewer = tokio::spawn(renew(
+            client.clone(),
+            node.clone(),
+            Arc::clone(&lease),
+            lost_tx,
+        ));
+        tracing::info!(
+            token,
+            session_timeout_ms = timeout.as_millis() as u64,
+            "leadership granted"
+        );
         Leadership {
             client,
             node,
@@ -309,13 +321,19 @@ async fn renew(client: zk::Client, node: String, lease: Arc<Lease>, lost: watch:
     let interval = client.session_timeout() / 5;
     let mut state = client.state_watcher();
     let lose = |why: String| {
-        *lease.lost.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        *lease
+            .lost
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
         tracing::warn!(%node, "leadership lost: {why}");
         let _ = lost.send(true);
     };
     loop {
         let sent = Instant::now();
-        let check = tokio::time::timeout(interval.max(Duration::from_millis(100)), client.check_stat(&node));
+        let check = tokio::time::timeout(
+            interval.max(Duration::from_millis(100)),
+            client.check_stat(&node),
+        );
         tokio::select! {
             result = check => match result {
                 Ok(Ok(Some(_))) => {
@@ -354,7 +372,11 @@ mod tests {
 
     #[test]
     fn latch_children_sort_by_sequence() {
-        let mut c = vec!["n-0000000010".to_owned(), "n-0000000002".to_owned(), "junk".to_owned()];
+        let mut c = vec![
+            "n-0000000010".to_owned(),
+            "n-0000000002".to_owned(),
+            "junk".to_owned(),
+        ];
         c.sort_by_key(|c| sequence_of(c));
         assert_eq!(c, ["n-0000000002", "n-0000000010", "junk"]);
     }

@@ -77,7 +77,12 @@ impl LocalZooKeeper {
             .map_err(|e| format!("creating server.log: {e}"))?;
         let log2 = log.try_clone().map_err(|e| e.to_string())?;
         let child = Command::new("java")
-            .args(["-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp"])
+            .args([
+                "-Xmx128m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+            ])
             .arg(jar())
             .arg("org.apache.zookeeper.server.ZooKeeperServerMain")
             .arg(&config_path)

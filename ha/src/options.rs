@@ -119,7 +119,10 @@ mod tests {
         o.cluster_id = "/prod-1".into();
         o.path_root = "/conflux/".into();
         assert_eq!(o.latch_path(), "/conflux/prod-1/leader/latch");
-        assert_eq!(o.connection_info_path(), "/conflux/prod-1/leader/connection_info");
+        assert_eq!(
+            o.connection_info_path(),
+            "/conflux/prod-1/leader/connection_info"
+        );
         assert_eq!(o.jobgraphs_path(), "/conflux/prod-1/jobgraphs");
         assert!(o.validate().is_ok());
     }
@@ -133,6 +136,10 @@ mod tests {
         assert!(o.validate().unwrap_err().to_string().contains("cluster-id"));
         o.cluster_id = "a".into();
         o.session_timeout_ms = 10;
-        assert!(o.validate().unwrap_err().to_string().contains("session-timeout"));
+        assert!(o
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("session-timeout"));
     }
 }

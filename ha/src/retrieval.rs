@@ -45,7 +45,9 @@ impl LeaderRetrieval {
         let mut leader = self.leader.clone();
         let found = tokio::time::timeout(timeout, leader.wait_for(Option::is_some)).await;
         match found {
-            Ok(Ok(info)) => info.clone().ok_or_else(|| HaError::SessionEnded("no leader".into())),
+            Ok(Ok(info)) => info
+                .clone()
+                .ok_or_else(|| HaError::SessionEnded("no leader".into())),
             _ => Err(HaError::SessionEnded(format!(
                 "no JobManager leads this cluster id (none published its address within {} ms)",
                 timeout.as_millis()

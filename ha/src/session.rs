@@ -23,10 +23,7 @@ pub async fn connect(options: &HaOptions) -> Result<zk::Client, HaError> {
             source,
         })?;
     let persistent = zk::CreateMode::Persistent.with_acls(zk::Acls::anyone_all());
-    for path in [
-        options.latch_path(),
-        options.jobgraphs_path(),
-    ] {
+    for path in [options.latch_path(), options.jobgraphs_path()] {
         client
             .mkdir(&path, &persistent)
             .await

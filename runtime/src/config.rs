@@ -159,6 +159,9 @@ pub struct JobManagerConfig {
     /// tells which), so that JobManagers embedded side by side never collide; `conflux
     /// jobmanager` defaults to Flink's `rest.port`, 8081.
     pub rest_address: Option<SocketAddr>,
+    /// Under high availability, the leadership this JobManager holds (its fencing token,
+    /// lease and job store); `None` without high availability.
+    pub leader: Option<crate::high_availability::LeaderContext>,
 }
 
 impl JobManagerConfig {
@@ -179,6 +182,7 @@ impl JobManagerConfig {
             max_job_memory_bytes: DEFAULT_MAX_JOB_MEMORY_BYTES,
             job_history: JobHistory::default(),
             rest_address: Some(SocketAddr::new(address.ip(), 0)),
+            leader: None,
         }
     }
 }
@@ -220,6 +224,12 @@ pub struct TaskManagerConfig {
     /// Where it serves its Prometheus metrics (`GET /metrics`): `None` (the default) for
     /// nowhere.
     pub metrics_address: Option<SocketAddr>,
+    /// Under high availability, the leader as ZooKeeper publishes it (a
+    /// [`conflux_ha::LeaderRetrieval`]'s subscription): the TaskManager registers with
+    /// whoever leads (`jobmanager` is then ignored), leaves a session when another leader is
+    /// published, and refuses a JobManager whose fencing token is below the highest it has
+    /// seen. `None`: the fixed `jobmanager`.
+    pub leader: Option<tokio::sync::watch::Receiver<Option<conflux_ha::LeaderInfo>>>,
 }
 
 impl TaskManagerConfig {
@@ -240,6 +250,7 @@ impl TaskManagerConfig {
             data_idle_timeout_ms: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
             slowdown: 1.0,
             metrics_address: None,
+            leader: None,
         }
     }
 }

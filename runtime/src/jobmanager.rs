@@ -103,6 +103,15 @@ pub enum JobManagerError {
     /// The JobManager is shutting down.
     #[error("the JobManager is shutting down")]
     ShuttingDown,
+    /// Under high availability the submission could not be made durable (job graph or
+    /// pointer not written): it is refused, not queued.
+    #[error("job {source_name} is refused: the job store could not keep it: {message}")]
+    JobStore {
+        /// Where the job came from.
+        source_name: String,
+        /// What could not be written.
+        message: String,
+    },
 }
 
 /// A TaskManager as the JobManager sees it.
@@ -148,6 +157,9 @@ pub(crate) struct Shared {
     /// Bounds the submissions being loaded and checked at once.
     pub(crate) loading: Semaphore,
     pub(crate) shutdown: Notify,
+    /// Set when shutdown begins: jobs cancelled by it stay in the job store (a later leader
+    /// recovers them), as Flink suspends rather than cancels them.
+    pub(crate) stopping: std::sync::atomic::AtomicBool,
 }
 
 /// A running JobManager. Dropping it without [`shutdown`](Self::shutdown) stops accepting
@@ -245,6 +257,7 @@ impl JobManager {
             blob_server_url,
             loading: Semaphore::new(CONCURRENT_SUBMISSIONS),
             shutdown: Notify::new(),
+            stopping: std::sync::atomic::AtomicBool::new(false),
         });
         let heartbeat = tokio::spawn(registry::heartbeat_loop(
             Arc::downgrade(&registry),
@@ -253,9 +266,10 @@ impl JobManager {
         ));
         let accept = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
         let runner_shared = Arc::clone(&shared);
+        let handle = tokio::runtime::Handle::current();
         let runner = std::thread::Builder::new()
             .name("conflux-job-runner".into())
-            .spawn(move || run_jobs(&runner_shared, blob_writer))
+            .spawn(move || run_jobs(&runner_shared, blob_writer, &handle))
             .map_err(|source| JobManagerError::Bind { address, source })?;
         let rest = rest_listener.map(|listener| {
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -316,6 +330,19 @@ impl JobManager {
         submit(&self.shared, submission).await
     }
 
+    /// Queues a job recovered from the job store under its own id (a new leader taking over:
+    /// it runs from scratch), without writing it to the store again. Checked as a submission.
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit).
+    pub async fn recover(
+        &self,
+        job: JobId,
+        submission: JobSubmission,
+    ) -> Result<JobId, JobManagerError> {
+        submit_as(&self.shared, submission, job, false).await
+    }
+
     /// Every job queued, running or in the job history, in submission order.
     pub fn list(&self) -> Vec<JobSummary> {
         self.shared.jobs.list()
@@ -359,6 +386,9 @@ impl JobManager {
     /// the blob server. Waits for the job runner to stop: a process that must end promptly
     /// bounds this call (the runner may be inside a long scheduler call).
     pub async fn shutdown(mut self) {
+        self.shared
+            .stopping
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         self.shared.shutdown.notify_waiters();
         if let Some((stop, task)) = self.rest.take() {
             let _ = stop.send(());
@@ -410,6 +440,22 @@ pub(crate) async fn submit(
     shared: &Arc<Shared>,
     submission: JobSubmission,
 ) -> Result<JobId, JobManagerError> {
+    let id = new_job_id(&submission.source);
+    submit_as(shared, submission, id, true).await
+}
+
+/// Checks and queues `submission` as job `id`; under high availability with `store`, writes it
+/// to the job store first (the acknowledgement follows the write).
+async fn submit_as(
+    shared: &Arc<Shared>,
+    submission: JobSubmission,
+    id: JobId,
+    store: bool,
+) -> Result<JobId, JobManagerError> {
+    let durable = match &shared.config.leader {
+        Some(leader) if store => Some((Arc::clone(&leader.job_store), submission.clone())),
+        _ => None,
+    };
     let source_name = submission.source.clone();
     let invalid = |message: String| JobManagerError::InvalidJob {
         source_name: source_name.clone(),
@@ -443,7 +489,6 @@ pub(crate) async fn submit(
     let scheduler_config = shared.config.scheduler;
     let limit = shared.config.max_job_memory_bytes;
     let name_for_refusal = source_name.clone();
-    let id = new_job_id(&source_name);
     let (job, tasks, view) = tokio::task::spawn_blocking(move || {
         let load = LoadOptions {
             parallelism: options.parallelism,
@@ -476,6 +521,15 @@ pub(crate) async fn submit(
         Refusal::Invalid(message) => invalid(message),
         Refusal::TooLarge(e) => e,
     })?;
+    if let Some((job_store, submission)) = durable {
+        job_store
+            .put(id, &submission)
+            .await
+            .map_err(|message| JobManagerError::JobStore {
+                source_name: source_name.clone(),
+                message,
+            })?;
+    }
     let name = job.name().to_owned();
     let queued = QueuedJob {
         id,
@@ -502,7 +556,7 @@ enum Refusal {
 
 /// The job runner: one job at a time, in submission order (a session cluster whose jobs share
 /// every slot); each job's scheduler is built when it starts.
-fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
+fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>, handle: &tokio::runtime::Handle) {
     let ctx = LoopContext {
         registry: &shared.registry,
         blob_writer,
@@ -526,6 +580,14 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
             );
         }
         tracing::info!(job = %id, status = %report.status, "job ended");
+        // An ended job leaves the job store, unless it ended because this JobManager stops or
+        // lost its leadership: then a later leader recovers it.
+        if let Some(leader) = &shared.config.leader {
+            if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) && leader.lease.is_valid()
+            {
+                handle.block_on(leader.job_store.remove(id));
+            }
+        }
         shared.jobs.finish(id, report);
     }
 }

@@ -17,6 +17,7 @@ pub mod client;
 pub mod config;
 pub mod connection;
 mod cpu_time;
+pub mod high_availability;
 mod jobmanager;
 mod metrics;
 pub mod protocol;

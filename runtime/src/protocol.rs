@@ -21,8 +21,8 @@ pub use crate::secret::Secret;
 /// Version 5: heartbeat connections carry their TaskManager's registration secret, task
 /// submissions their job's data secret, the welcome names the jobs whose partitions a
 /// TaskManager keeps, and task metrics carry the bytes read (versions 3 and 4 named builds
-/// with only some of these).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// with only some of these). Version 6: the welcome carries the leader's fencing token.
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
@@ -98,6 +98,10 @@ pub struct Welcome {
     /// partitions, in memory or on disk, are released at registration; without high
     /// availability the list is empty.
     pub keep_jobs: Vec<JobId>,
+    /// The leader's fencing token under high availability (`None` without): a TaskManager
+    /// that has seen a larger one refuses this JobManager, and one session is bound to one
+    /// token, so every message on it is the leader's of that token.
+    pub fencing_token: Option<u64>,
 }
 
 /// A partition named by its intermediate result and partition number.

@@ -228,13 +228,54 @@ async fn serve(
     let mut backoff = config.retry_interval_ms.max(1);
     let max_backoff = config.retry_interval_ms.max(1) * 10;
     let mut log = registration_log::RegistrationLog::default();
+    let outer_config = config;
+    // The highest fencing token seen (high availability): a JobManager below it is deposed.
+    let mut highest_token = 0u64;
     loop {
+        let (session_config, leader_token) = match &outer_config.leader {
+            None => (outer_config.clone(), None),
+            Some(leader) => {
+                let mut leader = leader.clone();
+                let info = tokio::select! {
+                    info = leader.wait_for(|l| l.as_ref().is_some_and(|l| l.fencing_token >= highest_token)) => {
+                        info.ok().and_then(|i| i.clone())
+                    }
+                    () = &mut shutdown => return Ok(()),
+                };
+                let Some(info) = info else {
+                    // The retrieval stopped: nothing more to follow.
+                    return Ok(());
+                };
+                let mut c = outer_config.clone();
+                c.jobmanager = info.rpc_address;
+                (c, Some(info.fencing_token))
+            }
+        };
+        let config = &session_config;
         let attempt = tokio::select! {
             attempt = connect(&config.jobmanager, hello, config.max_frame_bytes, timeout) => attempt,
+            // A leader that stopped answering was replaced: register with the new one.
+            () = leader_other_than(&config.leader, leader_token) => continue,
             () = &mut shutdown => return Ok(()),
+        };
+        let attempt = match (attempt, leader_token) {
+            (Ok((_, welcome)), Some(_)) if welcome.fencing_token.unwrap_or(0) < highest_token => {
+                tracing::warn!(
+                    jobmanager = %config.jobmanager,
+                    token = ?welcome.fencing_token,
+                    highest_token,
+                    "refusing a deposed leader (its fencing token is below one already seen)"
+                );
+                Err(RpcError::Closed(config.jobmanager.clone()))
+            }
+            (attempt, _) => attempt,
         };
         match attempt {
             Ok((conn, welcome)) => {
+                highest_token = highest_token.max(welcome.fencing_token.unwrap_or(0));
+                // Another leader published: this session ends and the TaskManager follows.
+                let moved = leader_other_than(&config.leader, welcome.fencing_token);
+                tokio::pin!(moved);
                 backoff = config.retry_interval_ms.max(1);
                 if let Some((attempts, took)) = log.succeeded(std::time::Instant::now()) {
                     tracing::info!(
@@ -258,6 +299,7 @@ async fn serve(
                     Arc::clone(&metrics),
                     wordcount,
                     shutdown.as_mut(),
+                    moved.as_mut(),
                 )
                 .await;
                 match end {
@@ -303,6 +345,27 @@ async fn serve(
     }
 }
 
+/// Resolves when `leader` (high availability) publishes a leader other than the one of `token`
+/// (another, or none); never without high availability.
+async fn leader_other_than(
+    leader: &Option<tokio::sync::watch::Receiver<Option<conflux_ha::LeaderInfo>>>,
+    token: Option<u64>,
+) {
+    match (leader, token) {
+        (Some(leader), Some(token)) => {
+            let mut leader = leader.clone();
+            if leader
+                .wait_for(|l| l.as_ref().map(|l| l.fencing_token) != Some(token))
+                .await
+                .is_err()
+            {
+                std::future::pending::<()>().await;
+            }
+        }
+        _ => std::future::pending::<()>().await,
+    }
+}
+
 /// Refusals retrying cannot fix.
 fn is_fatal(e: &RpcError) -> bool {
     match e {
@@ -335,6 +398,7 @@ async fn session(
     metrics: Arc<TaskManagerMetrics>,
     wordcount: WordCountContext,
     mut shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    mut leader_moved: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
 ) -> SessionEnd {
     let Some(id) = welcome.task_manager_id else {
         return SessionEnd::Lost("the JobManager sent no TaskManager id".into());
@@ -367,6 +431,7 @@ async fn session(
         priority_rx,
         updates_rx,
         FaultInjector::new(RpcFaults::default(), 0),
+        None,
     ));
     let ctx = Arc::new(SessionContext {
         blob_cache: Arc::clone(&blob_cache),
@@ -409,6 +474,7 @@ async fn session(
             next = next_frame(&mut stream, peer, frame, "heartbeat or task", timeout) => next,
             () = side.lost.notified() => break side.end(),
             () = &mut shutdown => break SessionEnd::Shutdown,
+            () = &mut leader_moved => break SessionEnd::Lost("another JobManager leads now".into()),
         };
         let body = match next {
             Ok(body) => body,

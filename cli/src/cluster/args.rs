@@ -193,6 +193,13 @@ pub(crate) struct JobManagerArgs {
     pub(crate) limits: JobManagerLimitsArgs,
     #[command(flatten)]
     pub(crate) speculative: SpeculativeOptionsArgs,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
+    /// Where a leader stores submitted jobs under high availability; ZooKeeper holds pointers
+    /// to them (Flink's `high-availability.storageDir`). Every JobManager of a cluster id must
+    /// see the same directory (a shared file system across hosts).
+    #[arg(help_heading = crate::headings::HIGH_AVAILABILITY, long, value_parser = Utf8Path)]
+    pub(crate) ha_storage_dir: Option<PathBuf>,
 }
 
 /// Where the REST API binds: `host` (a name or an IP; default `default_ip`) and `port`.
@@ -285,9 +292,11 @@ impl JobManagerArgs {
 /// `conflux taskmanager`.
 #[derive(clap::Args)]
 pub(crate) struct TaskManagerArgs {
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (without high availability).
     #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) jobmanager: String,
+    pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     /// Slots offered, 1 to 65,536.
     #[arg(help_heading = crate::headings::CLUSTER, long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub(crate) slots: u32,
@@ -328,7 +337,17 @@ impl TaskManagerArgs {
         // Without --data-dir, `taskmanager` sets its working directory once the flags are
         // valid.
         let data_dir = self.data_dir.clone().unwrap_or_default();
-        let mut config = TaskManagerConfig::new(self.jobmanager.clone(), self.slots, data_dir);
+        let jobmanager = match (&self.jobmanager, self.ha.options()?) {
+            (_, Some(options)) => format!("the leader of cluster id {}", options.cluster_id),
+            (Some(address), None) => address.clone(),
+            (None, None) => {
+                return Err(Failure::input(anyhow::anyhow!(
+                    "no JobManager: give --jobmanager HOST:PORT, or --high-availability \
+                     zookeeper --zookeeper-quorum HOST:PORT to follow the leader"
+                )))
+            }
+        };
+        let mut config = TaskManagerConfig::new(jobmanager, self.slots, data_dir);
         config.advertised_host = self.advertised_address;
         config.token.clone_from(&self.token);
         config.heartbeat_timeout_ms = self.heartbeat_timeout_ms;
@@ -348,9 +367,11 @@ pub(crate) struct SubmitArgs {
     pub(crate) file: PathBuf,
     #[command(flatten)]
     pub(crate) load: LoadArgs,
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (without high availability).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
-    pub(crate) jobmanager: String,
+    pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     /// The JobManager's shared secret.
     #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) token: Option<String>,
@@ -367,9 +388,11 @@ pub(crate) struct SubmitArgs {
 /// `conflux list`.
 #[derive(clap::Args)]
 pub(crate) struct ListArgs {
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (without high availability).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
-    pub(crate) jobmanager: String,
+    pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     /// The JobManager's shared secret.
     #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) token: Option<String>,
@@ -383,9 +406,11 @@ pub(crate) struct ListArgs {
 pub(crate) struct CancelArgs {
     /// The job's id (32 hex digits, as `submit` and `list` print it).
     pub(crate) job_id: String,
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (without high availability).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
-    pub(crate) jobmanager: String,
+    pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     /// The JobManager's shared secret.
     #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) token: Option<String>,
@@ -396,9 +421,11 @@ pub(crate) struct CancelArgs {
 pub(crate) struct JobQueryArgs {
     /// The job's id (32 hex digits, as `submit` and `list` print it).
     pub(crate) job_id: String,
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (without high availability).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
-    pub(crate) jobmanager: String,
+    pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     /// The JobManager's shared secret.
     #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) token: Option<String>,

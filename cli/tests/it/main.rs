@@ -7,6 +7,7 @@ mod checkpoint;
 mod checkpoint_script;
 mod cluster;
 mod cluster_limits;
+mod ha;
 mod jobs;
 mod limits;
 mod logging;

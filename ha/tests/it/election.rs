@@ -2,7 +2,9 @@
 
 use std::time::Duration;
 
-use conflux_ha::{HaOptions, JobPointers, LeaderElection, LeaderInfo, LeaderRetrieval, LocalZooKeeper};
+use conflux_ha::{
+    HaOptions, JobPointers, LeaderElection, LeaderInfo, LeaderRetrieval, LocalZooKeeper,
+};
 
 /// A server, or `None` after printing why the test is skipped.
 fn server() -> Option<(LocalZooKeeper, tempfile::TempDir)> {
@@ -41,7 +43,10 @@ async fn one_leader_then_the_standby_with_a_larger_token() {
     let retrieval = LeaderRetrieval::start(&o).await.expect("retrieval");
     let leader = first.await_leadership().await.expect("leads");
     leader.publish(&o, &info("h:1")).await.expect("publish");
-    let seen = retrieval.await_leader(Duration::from_secs(5)).await.expect("seen");
+    let seen = retrieval
+        .await_leader(Duration::from_secs(5))
+        .await
+        .expect("seen");
     assert_eq!(seen.rpc_address, "h:1");
     assert_eq!(seen.fencing_token, leader.token());
     // The standby does not lead while the first does.
@@ -50,7 +55,10 @@ async fn one_leader_then_the_standby_with_a_larger_token() {
     assert!(!standby.is_finished());
     // Job pointers: written fenced by the leader, listed by anyone.
     let pointers = JobPointers::new(&o);
-    pointers.put(&leader, "job1", "/store/job1.json").await.expect("put");
+    pointers
+        .put(&leader, "job1", "/store/job1.json")
+        .await
+        .expect("put");
     let first_token = leader.token();
     assert!(leader.is_valid());
     drop(leader); // closes the session: the latch node goes at once
@@ -92,6 +100,17 @@ async fn another_cluster_id_is_another_election_and_store() {
         .expect("b leads within 5 s")
         .expect("b");
     JobPointers::new(&oa).put(&la, "j", "p").await.expect("put");
-    assert!(JobPointers::new(&ob).list(lb.client()).await.expect("list").is_empty());
-    assert_eq!(JobPointers::new(&oa).list(lb.client()).await.expect("list").len(), 1);
+    assert!(JobPointers::new(&ob)
+        .list(lb.client())
+        .await
+        .expect("list")
+        .is_empty());
+    assert_eq!(
+        JobPointers::new(&oa)
+            .list(lb.client())
+            .await
+            .expect("list")
+            .len(),
+        1
+    );
 }

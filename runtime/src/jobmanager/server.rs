@@ -93,6 +93,7 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
             // TaskManager releases every partition it holds. A leader that recovers jobs
             // names them here.
             keep_jobs: Vec::new(),
+            fencing_token: shared.config.leader.as_ref().map(|l| l.fencing_token),
         })
     };
     match role {
@@ -201,6 +202,7 @@ async fn serve_task_manager(
         outbox.priority,
         outbox.normal,
         FaultInjector::new(shared.config.rpc.faults, u64::from(id.0)),
+        shared.config.leader.as_ref().map(|l| l.lease.clone()),
     ));
     // The heartbeat loop decides liveness; this bound only ends a reader whose TaskManager was
     // lost without its socket closing.

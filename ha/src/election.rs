@@ -206,7 +206,7 @@ impl Leadership {
         ));
         tracing::info!(
             token,
-            session_timeout_ms = timeout.as_millis() as u64,
+            session_timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX),
             "leadership granted"
         );
         Leadership {

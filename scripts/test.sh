@@ -19,6 +19,9 @@
 #                 exists; or ZOOKEEPER_JAR=/path/to/zookeeper.jar with its dependencies in its
 #                 manifest; CONFLUX_SKIP_ZOOKEEPER=1 skips the install, and those tests say
 #                 SKIPPED)
+#   nft, ip, tc   nftables and iproute2, for the tests across several hosts (network namespaces,
+#                 cli/tests/it/hosts.rs; installed with apt-get where missing; they also need
+#                 root: without it, or without these, those tests print why they skip)
 #   schemathesis  the OpenAPI fuzzer run against `conflux serve` (installed with pip into
 #                 $CONFLUX_CACHE/schemathesis, default ~/.cache/conflux/schemathesis; or
 #                 SCHEMATHESIS=/path/to/st; CONFLUX_SKIP_SCHEMATHESIS=1 skips that test)
@@ -82,6 +85,27 @@ if [ "${CONFLUX_SKIP_SCHEMATHESIS:-}" != 1 ] && [ -z "${SCHEMATHESIS:-}" ]; then
     fi
   fi
   if [ -n "${SCHEMATHESIS:-}" ]; then export SCHEMATHESIS; fi
+fi
+
+# The tests across several hosts make network namespaces (as root) with iproute2's `ip` and
+# `tc` and nftables' `nft`; each missing one is installed with apt-get where possible.
+missing_net=""
+if ! command -v nft >/dev/null 2>&1; then missing_net=" nftables"; fi
+if ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1; then
+  missing_net="$missing_net iproute2"
+fi
+if [ -n "$missing_net" ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "installing$missing_net for the tests across several hosts (apt-get)"
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+    # shellcheck disable=SC2086 # the package names are words
+    { $sudo apt-get update -qq \
+        && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends $missing_net; } \
+      || echo "test.sh: apt-get could not install$missing_net: the tests across several hosts say why they skip" >&2
+  else
+    echo "test.sh: no apt-get to install$missing_net: the tests across several hosts say why they skip" >&2
+  fi
 fi
 
 # Flink's own CLI (runtime/tests/it/flink_cli.rs) needs Java 17 and Flink 1.20.3's jars.

@@ -26,6 +26,12 @@ struct Cluster {
 
 impl Cluster {
     fn start(slots: u32, spread_out_slots: bool) -> Cluster {
+        Cluster::start_with(slots, spread_out_slots, false)
+    }
+
+    /// With `storage`, the JobManager keeps its jobs and their event logs in a storage
+    /// directory (`high-availability.storageDir`) under the temporary directory.
+    fn start_with(slots: u32, spread_out_slots: bool, storage: bool) -> Cluster {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -36,6 +42,9 @@ impl Cluster {
             dir.path().join("blobs"),
         );
         config.scheduler.evenly_spread_out_slots = spread_out_slots;
+        if storage {
+            config.storage_dir = Some(dir.path().join("ha"));
+        }
         let jm = runtime
             .block_on(JobManager::start(config))
             .expect("JobManager");
@@ -177,5 +186,86 @@ fn bench_word_count_shuffle(c: &mut Criterion) {
     runtime.block_on(jm.shutdown());
 }
 
-criterion_group!(benches, bench_rpc_throughput, bench_word_count_shuffle);
+/// The event log's cost (batch job recovery, FLIP-383): the 10k x 10k no-op blocking word count
+/// on the in-process cluster (two TaskManagers of 10,000 slots) with and without a storage
+/// directory, side by side; the ratio of the two is the log's share of the wall time. Also
+/// prints the size of that job's event log at its largest (every task finished), written
+/// through the same writer with the same events.
+fn bench_event_log(c: &mut Criterion) {
+    let n = 10_000u32;
+    let job = generate::word_count(n, ResultPartitionType::Blocking).to_json_pretty();
+    {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = conflux_job_store::StorageDir::open(dir.path()).expect("store");
+        let mut log = store
+            .event_log("0123456789abcdef0123456789abcdef", Default::default())
+            .expect("log");
+        // Finishes come in bursts of a few hundred per batch in the JobManager.
+        let events: Vec<conflux_job_store::JobEvent> = (0..2 * n)
+            .map(|v| {
+                conflux_job_store::JobEvent::TaskFinished(conflux_job_store::FinishedExecution {
+                    vertex: v,
+                    attempt: 0,
+                    data_address: format!("127.0.0.1:{}", 40_000 + v % 2),
+                    produced_bytes: Vec::new(),
+                })
+            })
+            .collect();
+        let mut largest = 0;
+        for batch in events.chunks(256) {
+            log.append(batch).expect("append");
+            largest = largest.max(log.bytes());
+        }
+        eprintln!(
+            "event log of the {n} x {n} job: {} bytes at the end, {largest} bytes at most",
+            log.bytes()
+        );
+    }
+    let mut group = c.benchmark_group("event_log");
+    group.sample_size(10);
+    for storage in [false, true] {
+        let Cluster {
+            runtime,
+            dir: _dir,
+            jm,
+            stop: stop_tx,
+        } = Cluster::start_with(n, false, storage);
+        group.bench_with_input(
+            BenchmarkId::new(
+                "word_count_10k_x_10k",
+                if storage { "with_log" } else { "without_log" },
+            ),
+            &job,
+            |b, job| {
+                b.iter(|| {
+                    runtime.block_on(async {
+                        let id = jm
+                            .submit(JobSubmission {
+                                job: job.clone().into_bytes().into(),
+                                source: "bench".into(),
+                                options: JobOptions {
+                                    task_duration_ms: (0, 0),
+                                    ..JobOptions::default()
+                                },
+                            })
+                            .await
+                            .expect("submitted");
+                        let report = jm.wait(id).await.expect("ended");
+                        assert_eq!(report.status, "FINISHED");
+                    });
+                });
+            },
+        );
+        let _ = stop_tx.send(true);
+        runtime.block_on(jm.shutdown());
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    bench_rpc_throughput,
+    bench_word_count_shuffle,
+    bench_event_log
+);
 criterion_main!(benches);

@@ -6,15 +6,17 @@
 mod args;
 mod local;
 mod paths;
+mod progress;
 mod render;
+mod summary;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use conflux_runtime::connection::RpcError;
-use conflux_runtime::high_availability::{JobStore, LeaderContext};
-use conflux_runtime::protocol::JobSubmission;
+use conflux_runtime::high_availability::LeaderContext;
+use conflux_runtime::protocol::{JobSubmission, JobSummary};
 use conflux_runtime::{ClientError, JobManager, JobManagerClient, TaskManager};
 
 use crate::output;
@@ -115,17 +117,11 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
         let leader = match (&ha, &args.ha_storage_dir) {
             (Some(options), Some(storage)) => match campaign(options).await? {
                 Some(leadership) => {
-                    let store = Arc::new(crate::ha::FileJobStore::new(
-                        storage,
-                        options,
-                        Arc::clone(&leadership),
-                    )?);
-                    config.leader = Some(LeaderContext {
-                        fencing_token: leadership.token(),
-                        lease: leadership.validity(),
-                        job_store: Arc::clone(&store) as Arc<dyn JobStore>,
-                    });
-                    Some((options, leadership, store))
+                    // The cluster id's own job store: `JobManager::start` recovers every job
+                    // in it that has not ended (its event log replayed).
+                    config.storage_dir = Some(storage.join(options.cluster_id.trim_matches('/')));
+                    config.leader = Some(LeaderContext::new(Arc::clone(&leadership), options));
+                    Some((options, leadership))
                 }
                 // Stopped while standing by.
                 None => return Ok(()),
@@ -134,13 +130,16 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
         };
         let advertised = config.advertised_host.clone();
         let jm = JobManager::start(config).await.map_err(Failure::input)?;
-        eprintln!(
-            "JobManager listening on {} (blob server {}, REST API {}); Ctrl-C stops it",
-            jm.address(),
-            jm.blob_server_url(),
-            rest_url(&jm),
-        );
-        let Some((options, leadership, store)) = leader else {
+        // The JobManager logs where it listens at INFO; said here when that line is filtered out.
+        if !tracing::enabled!(target: "conflux_runtime::jobmanager", tracing::Level::INFO) {
+            eprintln!(
+                "JobManager listening on {} (blob server {}, REST API {}); Ctrl-C stops it",
+                jm.address(),
+                jm.blob_server_url(),
+                rest_url(&jm),
+            );
+        }
+        let Some((options, leadership)) = leader else {
             work_dir::stop_requested().await;
             shutdown_within_grace(jm).await;
             return Ok(());
@@ -159,11 +158,13 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
             .publish(options, &info)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
-        let recovered = recover_jobs(&jm, &store).await?;
-        eprintln!(
-            "JobManager leads cluster id {} (fencing token {}); {recovered} jobs recovered",
+        tracing::info!(
+            cluster_id = %options.cluster_id,
+            fencing_token = leadership.token(),
+            "JobManager leads cluster id {} (fencing token {}); {} jobs recovered",
             options.cluster_id,
-            leadership.token()
+            leadership.token(),
+            jm.list().len()
         );
         tokio::select! {
             () = work_dir::stop_requested() => {
@@ -202,27 +203,6 @@ async fn campaign(
         }
         () = work_dir::stop_requested() => Ok(None),
     }
-}
-
-/// Queues every job of the job store (those whose pointer exists: not ended) under its own
-/// id; returns how many. A job whose stored files cannot be read is logged, naming the file.
-async fn recover_jobs(jm: &JobManager, store: &crate::ha::FileJobStore) -> Result<usize, Failure> {
-    let mut recovered = 0;
-    for (job, submission) in store.recoverable().await? {
-        match submission {
-            Ok(submission) => match jm.recover(job, submission).await {
-                Ok(_) => {
-                    tracing::info!(%job, "job recovered from the job store");
-                    recovered += 1;
-                }
-                Err(e) => tracing::error!(%job, "job not recovered: {e}"),
-            },
-            Err(e) => {
-                tracing::error!(%job, "job not recovered: its stored graph is unreadable: {e}")
-            }
-        }
-    }
-    Ok(recovered)
 }
 
 pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
@@ -275,11 +255,12 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         options: args.job.options(&args.load)?,
     };
     let runtime = tokio_runtime()?;
+    let token = args.token.token()?;
     let report = runtime.block_on(async {
         let (address, follow) =
             crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
-        let address = &address;
-        let mut client = JobManagerClient::connect(address, args.token.clone())
+        let address = address.as_str();
+        let mut client = JobManagerClient::connect(address, token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         let job = client.submit(submission).await.map_err(|e| match e {
@@ -295,10 +276,13 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
             return Ok(Err(job));
         }
         if let Some(follow) = &follow {
-            return wait_following(&mut client, follow, args.token.clone(), job)
+            return wait_following(&mut client, follow, token.clone(), job)
                 .await
                 .map(Ok);
         }
+        // Drawn only on a terminal; stopped (and cleared) when the wait returns.
+        let _progress = crate::progress::on_terminal()
+            .then(|| progress::follow(address.to_owned(), token.clone(), job));
         client.wait(job).await.map(Ok).map_err(|e| {
             if connection_lost(&e) {
                 Failure::Work(anyhow::anyhow!(
@@ -411,29 +395,42 @@ pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {
     let jobs = runtime.block_on(async {
         let (address, _follow) =
             crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
-        let mut client = JobManagerClient::connect(&address, args.token.clone())
+        let mut client = JobManagerClient::connect(&address, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         client.list().await.map_err(|e| Failure::Work(e.into()))
     })?;
+    let selection = summary::Selection::from_flags(args.running, args.scheduled, args.all);
+    let shown: Vec<&JobSummary> = jobs.iter().filter(|j| selection.shows(j)).collect();
     match args.format {
         Format::Json => output::print_json(&serde_json::json!({
-            "jobs": jobs.iter().map(|j| serde_json::json!({
-                "job_id": j.job.to_string(), "name": j.name, "status": j.status,
-            })).collect::<Vec<_>>(),
+            "jobs": shown.iter().map(|j| summary::json(j)).collect::<Vec<_>>(),
         })),
         Format::Text => {
             let mut text = String::new();
-            for j in &jobs {
+            for j in &shown {
                 text.push_str(&format!(
-                    "{}  {:<9}  {}\n",
+                    "{}  {:<10}  {}  {:>9}  {:>7}  {}\n",
                     j.job,
                     j.status,
+                    summary::time(j.start_ms),
+                    summary::duration(j.duration_ms),
+                    format!("{}/{}", j.finished_tasks(), j.total_tasks()),
                     crate::failure::escape_controls(&j.name)
                 ));
             }
             if jobs.is_empty() {
                 text.push_str("no jobs\n");
+            } else if shown.is_empty() {
+                text.push_str(&format!(
+                    "no {} jobs ({} in all: `list -a` shows them)\n",
+                    match (selection.running, selection.scheduled) {
+                        (true, false) => "running",
+                        (false, true) => "scheduled",
+                        _ => "running or scheduled",
+                    },
+                    jobs.len()
+                ));
             }
             output::print(&text)
         }
@@ -449,33 +446,38 @@ fn parse_job_id(text: &str) -> Result<conflux_blob::JobId, Failure> {
     })
 }
 
-/// Whether a job table status (`QUEUED`, `RUNNING`, or the final status) is a final one.
-fn ended(status: &str) -> bool {
-    status != "QUEUED" && status != "RUNNING"
+/// One job's summary (a per-job request: the job table is not fetched); exit 1 for a job the
+/// JobManager does not know (never submitted, or gone from its job history).
+async fn job_summary(
+    client: &mut JobManagerClient,
+    job: conflux_blob::JobId,
+    address: &str,
+) -> Result<JobSummary, Failure> {
+    client.status(job).await.map_err(|e| match e {
+        ClientError::JobManager(_) => Failure::Work(anyhow::anyhow!(
+            "no job {job} on the JobManager at {address} (never submitted there, or no \
+             longer in its job history)"
+        )),
+        e => Failure::Work(e.into()),
+    })
 }
 
-/// `conflux status`: the job's row of the JobManager's job table (`list`), and for an ended
-/// job its report (a wait on an ended job answers at once). Exit 1 for a job the JobManager
-/// does not know (never submitted, or gone from its job history).
+/// `conflux status`: the job's state, tasks by state, start time and duration, and for an
+/// ended job its report (a wait on an ended job answers at once). Exit 1 for a job the
+/// JobManager does not know (never submitted, or gone from its job history).
 pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
     let runtime = tokio_runtime()?;
     let (summary, report) = runtime.block_on(async {
         let (address, _follow) =
             crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
-        let address = &address;
-        let mut client = JobManagerClient::connect(address, args.token.clone())
+        let address = address.as_str();
+        let mut client = JobManagerClient::connect(address, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
-        let jobs = client.list().await.map_err(|e| Failure::Work(e.into()))?;
-        let summary = jobs.into_iter().find(|j| j.job == job).ok_or_else(|| {
-            Failure::Work(anyhow::anyhow!(
-                "no job {job} on the JobManager at {address} (never submitted there, or no \
-                 longer in its job history)"
-            ))
-        })?;
+        let summary = job_summary(&mut client, job, address).await?;
         // The job may leave the history in between: then there is no report to add.
-        let report = if ended(&summary.status) {
+        let report = if summary.ended() {
             client.wait(job).await.ok()
         } else {
             None
@@ -483,24 +485,27 @@ pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
         Ok::<_, Failure>((summary, report))
     })?;
     match args.format {
-        Format::Json => output::print_json(&serde_json::json!({
-            "job_id": summary.job.to_string(),
-            "name": summary.name,
-            "status": summary.status,
-            "report": report,
-        })),
+        Format::Json => {
+            let mut value = summary::json(&summary);
+            value["report"] = serde_json::to_value(&report)
+                .context("encoding the report")
+                .map_err(Failure::Work)?;
+            output::print_json(&value)
+        }
         Format::Text => {
             let mut line = format!(
-                "{}  {}  {}",
+                "{}  {}  {}  tasks {}/{} finished ({})  started {}  duration {}",
                 summary.status,
                 summary.job,
-                crate::failure::escape_controls(&summary.name)
+                crate::failure::escape_controls(&summary.name),
+                summary.finished_tasks(),
+                summary.total_tasks(),
+                summary::states(&summary),
+                summary::time(summary.start_ms),
+                summary::duration(summary.duration_ms),
             );
-            if let Some(r) = &report {
-                line.push_str(&format!("  {} tasks  {:.0} ms", r.tasks, r.wall_ms.total));
-                if let Some(reason) = &r.failure_reason {
-                    line.push_str(&format!("  {}", crate::failure::escape_controls(reason)));
-                }
+            if let Some(reason) = report.as_ref().and_then(|r| r.failure_reason.as_ref()) {
+                line.push_str(&format!("  {}", crate::failure::escape_controls(reason)));
             }
             line.push('\n');
             output::print(&line)
@@ -516,12 +521,13 @@ pub(crate) fn wait(args: &JobQueryArgs) -> Result<(), Failure> {
     let report = runtime.block_on(async {
         let (address, follow) =
             crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
-        let address = &address;
-        let mut client = JobManagerClient::connect(address, args.token.clone())
+        let address = address.as_str();
+        let token = args.token.token()?;
+        let mut client = JobManagerClient::connect(address, token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         if let Some(follow) = &follow {
-            return wait_following(&mut client, follow, args.token.clone(), job).await;
+            return wait_following(&mut client, follow, token.clone(), job).await;
         }
         client.wait(job).await.map_err(|e| {
             if connection_lost(&e) {
@@ -544,16 +550,19 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
     runtime.block_on(async {
         let (address, _follow) =
             crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
-        let mut client = JobManagerClient::connect(&address, args.token.clone())
+        let mut client = JobManagerClient::connect(&address, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         // The JobManager leaves an ended job as it ended: say so instead of "cancelling". A
         // job that ends between the two requests is cancelled as a running one (a no-op).
-        let jobs = client.list().await.map_err(|e| Failure::Work(e.into()))?;
-        if let Some(ended) = jobs.iter().find(|j| j.job == job && ended(&j.status)) {
+        let summary = client.status(job).await.map_err(|e| match e {
+            ClientError::JobManager(_) => Failure::input(anyhow::Error::new(e)),
+            e => Failure::Work(e.into()),
+        })?;
+        if summary.ended() {
             return Err(Failure::Work(anyhow::anyhow!(
                 "job {job} already ended {}: nothing to cancel",
-                ended.status
+                summary.status
             )));
         }
         client

@@ -41,3 +41,5 @@ pub(crate) const ANALYSIS: &str = "Analysis";
 pub(crate) const PLACEMENT: &str = "Placement";
 /// FLIP-306 file merging and its space control.
 pub(crate) const MERGING: &str = "File merging";
+/// Where settings come from: `--config`, `-D`, and the shared secret.
+pub(crate) const CONFIG: &str = "Configuration";

@@ -137,10 +137,7 @@ pub(crate) fn picture(
         edge_stats,
         ..picture::Options::default()
     };
-    let text = picture::render(&job, format, &options).map_err(|e| match e {
-        picture::PictureError::Layout { .. } => Failure::Work(e.into()),
-        e => Failure::Input(e.into()),
-    })?;
+    let text = picture::render(&job, format, &options).map_err(|e| Failure::Input(e.into()))?;
     tracing::debug!(
         %format,
         ms = start.elapsed().as_secs_f64() * 1e3,

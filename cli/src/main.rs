@@ -31,7 +31,9 @@ mod progress;
 mod restart;
 mod run;
 mod s3;
+mod settings;
 mod speculative;
+mod token;
 mod usage;
 mod work_dir;
 
@@ -196,10 +198,16 @@ struct RunArgs {
     /// No progress bar.
     #[arg(help_heading = crate::headings::OUTPUT, long)]
     quiet: bool,
+    #[command(flatten)]
+    settings: settings::ConfigArgs,
 }
 
 #[derive(clap::Args)]
 struct BlobServerArgs {
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
+
     /// Storage directory (local files); created if missing.
     #[arg(help_heading = crate::headings::STORAGE, long)]
     storage_dir: PathBuf,
@@ -450,12 +458,26 @@ fn parse_partition_type(s: &str) -> Result<ResultPartitionType, String> {
 }
 
 fn main() -> ExitCode {
-    logging::init();
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let cli = match Cli::try_parse_from(&args) {
+    // Before anything that may warn (the configuration's unknown keys): daemons say what they
+    // do at INFO, as Flink's processes; one-shot commands (and `cluster`, whose report is its
+    // output) only warn.
+    logging::init_for(&args);
+    // `--config` and `-D` become flags first (flag > -D > environment > file > default).
+    let applied = match settings::apply(&args) {
+        Ok(applied) => applied,
+        Err(settings::ApplyError::Usage(e)) => return usage::exit(&e, &args),
+        Err(settings::ApplyError::Config(failure)) => return failure.exit(Format::Text),
+    };
+    let mut cli = match Cli::try_parse_from(&applied.args) {
         Ok(cli) => cli,
         Err(e) => return usage::exit(&e, &args),
     };
+    match &mut cli.command {
+        Command::Jobmanager(args) => args.settings.effective = applied.effective,
+        Command::Cluster(args) => args.settings.effective = applied.effective,
+        _ => {}
+    }
     let format = match &cli.command {
         Command::Inspect { format, .. } => format.report(),
         Command::Run(args) => args.format,
@@ -742,12 +764,16 @@ fn blob_server(args: &BlobServerArgs) -> Result<(), Failure> {
         "starting the blob server"
     );
     let server = BlobServer::start_blocking(config).map_err(Failure::input)?;
-    tracing::info!(url = %server.url(), "blob server listening");
-    eprintln!(
-        "blob server listening on {} (storage {}); Ctrl-C stops it",
+    let line = format!(
+        "blob server listening on {} (storage {})",
         server.url(),
         args.storage_dir.display()
     );
+    if tracing::enabled!(tracing::Level::INFO) {
+        tracing::info!(url = %server.url(), storage = %args.storage_dir.display(), "{line}");
+    } else {
+        eprintln!("{line}; Ctrl-C stops it");
+    }
     loop {
         std::thread::park();
     }

@@ -198,6 +198,10 @@ impl PlanCommand {
 /// Options of `conflux serve`.
 #[derive(clap::Args)]
 pub(crate) struct ServeArgs {
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
+
     /// Listen address; port 0 picks a free port. Loopback by default.
     #[arg(help_heading = crate::headings::SERVER, long, default_value = "127.0.0.1:8088")]
     address: std::net::SocketAddr,
@@ -451,9 +455,10 @@ fn stats(
             );
             let _ = writeln!(
                 out,
-                "regions {} (largest {} execution vertices)",
+                "scheduling regions {} (largest {} execution vertices), logical regions {}",
                 thousands(s.regions.count as u64),
-                thousands(u64::from(s.regions.largest))
+                thousands(u64::from(s.regions.largest)),
+                thousands(s.regions.logical as u64)
             );
             let _ = writeln!(
                 out,
@@ -483,6 +488,9 @@ fn stats(
             }
             for sug in &s.suggestions {
                 let _ = writeln!(out, "suggestion: {}", sug.message);
+            }
+            for flag in &s.flags {
+                let _ = writeln!(out, "impossible: {}", flag.message);
             }
             output::print(&out)
         }
@@ -916,11 +924,14 @@ pub(crate) fn serve(args: &ServeArgs) -> Result<(), Failure> {
         ..defaults
     })
     .map_err(Failure::input)?;
-    tracing::info!(url = %service.url(), "planning service listening");
-    eprintln!(
-        "planning service listening on {}; Ctrl-C stops it",
-        service.url()
-    );
+    if tracing::enabled!(tracing::Level::INFO) {
+        tracing::info!(url = %service.url(), "planning service listening on {}", service.url());
+    } else {
+        eprintln!(
+            "planning service listening on {}; Ctrl-C stops it",
+            service.url()
+        );
+    }
     // Tests and scripts read the address from the first line of standard output.
     output::print(&format!("{}\n", service.url()))?;
     service.wait();

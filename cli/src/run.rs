@@ -331,6 +331,8 @@ fn job_report(
         task_managers_lost: report.faults_injected.2,
         heartbeat_timeouts: None,
         rpc_timeouts: None,
+        re_registrations: None,
+        partition_request_retries: None,
         max_heartbeat_rtt_ms: None,
         descriptors: DescriptorsReport {
             offload_rule: options.offload_rule.to_string(),
@@ -365,6 +367,8 @@ fn job_report(
         },
         adaptive: conflux_report::AdaptiveReport::default(),
         data: None,
+        tasks_recovered: None,
+        recovery_replay_ms: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The `--s3-*` options shared by the commands that can keep objects in an S3-compatible bucket.
 
 /// An S3-compatible bucket to use instead of local files.
-#[derive(clap::Args, Debug, Clone)]
+#[derive(clap::Args, Clone)]
 #[command(next_help_heading = crate::headings::STORAGE)]
 pub(crate) struct S3Args {
     /// Use this S3-compatible bucket (with the other --s3-* options).
@@ -13,8 +13,9 @@ pub(crate) struct S3Args {
     /// S3 access key id.
     #[arg(long)]
     pub(crate) s3_access_key: Option<String>,
-    /// S3 secret access key.
-    #[arg(long)]
+    /// S3 secret access key (`ps` shows a command line to every user of the host: prefer
+    /// CONFLUX_S3_SECRET_KEY).
+    #[arg(long, env = "CONFLUX_S3_SECRET_KEY", hide_env_values = true)]
     pub(crate) s3_secret_key: Option<String>,
     /// S3 region.
     #[arg(long, default_value = "us-east-1")]
@@ -22,6 +23,25 @@ pub(crate) struct S3Args {
     /// S3 key prefix.
     #[arg(long)]
     pub(crate) s3_prefix: Option<String>,
+}
+
+impl std::fmt::Debug for S3Args {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3Args")
+            .field("s3_bucket", &self.s3_bucket)
+            .field("s3_endpoint", &self.s3_endpoint)
+            .field("s3_access_key", &self.s3_access_key)
+            .field(
+                "s3_secret_key",
+                &self
+                    .s3_secret_key
+                    .as_ref()
+                    .map(|_| conflux_config::Secret::HIDDEN),
+            )
+            .field("s3_region", &self.s3_region)
+            .field("s3_prefix", &self.s3_prefix)
+            .finish()
+    }
 }
 
 impl S3Args {

@@ -8,8 +8,10 @@
 //! network buffers from [`edge_traffic`], the numbers of `PlanStats`.
 //!
 //! DOT and Mermaid are text that Graphviz and Mermaid lay out themselves; SVG is laid out here by
-//! the `layout-rs` crate (a Sugiyama-style layered layout), which has no clusters, so in SVG the
-//! regions are the fill colours only.
+//! our own layered layout ([`layout`]), the same that the planning service gives the plan viewer
+//! ([`drawing()`]), so the CLI's SVG and the page draw the same ranks, order and coordinates. It
+//! has no clusters: in SVG the regions are the fill colours (and each box names its logical
+//! region).
 //!
 //! ```
 //! use conflux_graph::load::{parse, LoadOptions};
@@ -26,6 +28,8 @@
 //! ```
 
 mod dot;
+pub mod drawing;
+pub mod layout;
 mod mermaid;
 mod svg;
 
@@ -38,12 +42,14 @@ use conflux_graph::{
 use thiserror::Error;
 
 use crate::stats::{edge_traffic, thousands, BufferModel, EdgeTraffic};
+pub use drawing::Drawing;
+pub use layout::Direction;
 
-/// The most job vertices an SVG picture lays out. `layout-rs`'s placement is superlinear even
-/// without its optimisation passes: a 200-vertex, 570-edge layered plan takes about 30 ms, a
-/// 500-vertex, 1,470-edge one about 0.7 s. Larger plans are refused rather than left to run; DOT
-/// and Mermaid, written in O(V + E), have no limit (Graphviz lays out thousands of vertices).
-pub const MAX_SVG_VERTICES: usize = 500;
+/// The most job vertices an SVG picture (or a [`drawing()`]) lays out: the layout is about
+/// linear in vertices, edges and the ranks the edges skip (a 2,000-vertex, 5,880-edge layered
+/// plan takes tens of milliseconds), but the SVG grows with them and a browser draws a 10,000-box
+/// SVG slowly. DOT and Mermaid, written in O(V + E), have no limit.
+pub const MAX_SVG_VERTICES: usize = 10_000;
 
 /// Labels longer than this many characters are cut (with `…`): Flink's vertex names list every
 /// chained operator with its arguments and run to kilobytes. DOT keeps the whole name in the
@@ -57,7 +63,7 @@ pub enum Format {
     Dot,
     /// A Mermaid flowchart (renders in Markdown on GitHub and GitLab).
     Mermaid,
-    /// SVG, laid out by `layout-rs`.
+    /// SVG, laid out by [`layout`].
     Svg,
 }
 
@@ -100,6 +106,8 @@ pub struct Options {
     pub edge_stats: bool,
     /// The buffer model of those numbers (Flink 1.20's defaults unless changed).
     pub buffers: BufferModel,
+    /// Where the SVG's ranks go (left to right unless changed).
+    pub direction: Direction,
 }
 
 /// Why a picture could not be drawn.
@@ -120,31 +128,43 @@ pub enum PictureError {
         /// [`MAX_SVG_VERTICES`].
         limit: usize,
     },
-    /// The layout library failed (panicked) on this graph: a bug in it or in how it is called.
-    #[error("SVG layout of {vertices} vertices and {edges} edges failed (a bug): {reason}")]
-    Layout {
-        /// Job vertices of the plan.
-        vertices: usize,
-        /// Job edges of the plan.
-        edges: usize,
-        /// The library's panic message.
-        reason: String,
-    },
 }
 
 /// Draws a job graph. O(V + E) for DOT and Mermaid (plus the logical regions, O(V + E));
-/// SVG adds the layered layout of `layout-rs` (strongly superlinear, see [`MAX_SVG_VERTICES`]).
+/// SVG adds the layered layout ([`drawing()`]).
 ///
 /// # Errors
-/// [`PictureError::TooLarge`] for an SVG of more than [`MAX_SVG_VERTICES`] job vertices;
-/// [`PictureError::Layout`] if the layout library fails.
+/// [`PictureError::TooLarge`] for an SVG of more than [`MAX_SVG_VERTICES`] job vertices.
 pub fn render(job: &JobGraph, format: Format, options: &Options) -> Result<String, PictureError> {
     let scene = Scene::of(job, options);
     match format {
         Format::Dot => Ok(dot::render(&scene)),
         Format::Mermaid => Ok(mermaid::render(&scene)),
-        Format::Svg => svg::render(&scene),
+        Format::Svg => {
+            let drawing = draw_scene(&scene, options.direction)?;
+            Ok(svg::render(&scene, &drawing))
+        }
     }
+}
+
+/// The layout of a job graph as the SVG draws it, for the plan viewer: boxes, wrapped names,
+/// edge routes and label boxes ([`layout`]'s cost).
+///
+/// # Errors
+/// [`PictureError::TooLarge`] above [`MAX_SVG_VERTICES`] job vertices.
+pub fn drawing(job: &JobGraph, options: &Options) -> Result<Drawing, PictureError> {
+    draw_scene(&Scene::of(job, options), options.direction)
+}
+
+fn draw_scene(scene: &Scene<'_>, direction: Direction) -> Result<Drawing, PictureError> {
+    let vertices = scene.vertices.len();
+    if vertices > MAX_SVG_VERTICES {
+        return Err(PictureError::TooLarge {
+            vertices,
+            limit: MAX_SVG_VERTICES,
+        });
+    }
+    Ok(drawing::draw(scene, direction))
 }
 
 /// Validates a plan ([`JobGraph::from_json`]) and draws it as [`render`] does.
@@ -242,6 +262,25 @@ impl VertexView<'_> {
             cut(self.name.unwrap_or(self.id)),
             thousands(u64::from(self.parallelism))
         )
+    }
+}
+
+impl VertexView<'_> {
+    /// The second line of the SVG's box: parallelism and logical region.
+    fn detail(&self) -> String {
+        format!(
+            "parallelism {} · logical region {}",
+            thousands(u64::from(self.parallelism)),
+            self.region
+        )
+    }
+
+    /// The tooltip: the whole name and the id.
+    fn title(&self) -> String {
+        match self.name {
+            Some(name) if name != self.id => format!("{name}\n{}", self.id),
+            _ => self.id.to_owned(),
+        }
     }
 }
 

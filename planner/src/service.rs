@@ -31,6 +31,7 @@ mod analyses;
 mod answers;
 mod api_error;
 mod config;
+mod drawing;
 mod plans;
 mod query;
 mod state;
@@ -104,6 +105,7 @@ fn api() -> OpenApiRouter<Arc<AppState>> {
         .routes(routes!(plans::get_version, plans::delete_version))
         .routes(routes!(statistics::stats))
         .routes(routes!(statistics::regions))
+        .routes(routes!(drawing::layout))
         .routes(routes!(plans::apply_edit))
         .routes(routes!(plans::diff_versions))
         .routes(routes!(plans::compat_versions))
@@ -141,6 +143,8 @@ pub fn router(config: ServiceConfig) -> Router {
     let (legacy, _) = api().split_for_parts();
     documented
         .merge(legacy)
+        // Conflux's live job view, for a JobManager named by `?jobmanager=URL`.
+        .merge(conflux_web::live_assets())
         .fallback(|| async {
             ApiError::new(
                 StatusCode::NOT_FOUND,

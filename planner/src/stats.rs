@@ -4,7 +4,8 @@
 //! total the logical connections (channels: `U x D` for ALL_TO_ALL, `max(U, D)` for POINTWISE);
 //! the network buffers those channels need under Flink 1.20's default buffer model
 //! ([`BufferModel`]); pipelined regions; shuffle descriptor bytes and offload decisions (from
-//! `conflux-deploy`); the heap bytes of the topology; and suggestions with their effect.
+//! `conflux-deploy`); the heap bytes of the topology; suggestions with their effect; and flags
+//! on figures no TaskManager can hold.
 //!
 //! Everything is computed per job edge from parallelisms and group shapes, never per subtask
 //! pair: O(V + E) plus the region computation (O(N) in execution vertices) and one descriptor
@@ -13,6 +14,7 @@
 mod buffers;
 mod channels;
 mod descriptors;
+mod flags;
 mod report;
 mod suggestions;
 
@@ -24,10 +26,14 @@ pub use buffers::{BufferModel, Buffers, DEFAULT_SEGMENT_SIZE};
 pub use channels::channels;
 pub use conflux_common::format::{group_digits as thousands, mib};
 pub use descriptors::{describe_offload_rule, DescriptorStats};
-pub use report::{EdgeStats, Effect, NetworkStats, PlanStats, RegionStats, Suggestion};
+pub use flags::DEFAULT_TASKMANAGER_NETWORK_BYTES;
+pub use report::{
+    EdgeStats, Effect, NetworkStats, PlanStats, RegionStats, ResourceFlag, Suggestion,
+};
 
 use crate::error::PlanError;
 use descriptors::edge_descriptors;
+use flags::resource_flags;
 use suggestions::suggestions;
 
 /// Settings of the statistics.
@@ -117,6 +123,7 @@ impl PlanStats {
             topology_bytes: graph.heap_bytes() + regions.heap_bytes(),
             stateful_operators,
             suggestions: suggestions(job, &edges, model),
+            flags: resource_flags(job, &edges, model, DEFAULT_TASKMANAGER_NETWORK_BYTES),
             edges,
         })
     }

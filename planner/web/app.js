@@ -1,9 +1,11 @@
 // The plan viewer. Every number comes from the planning service under /v1: the page posts the
-// plan, then reads the version's job graph, statistics and regions, lays the graph out with
-// dagre and draws it as SVG. Edits, diffs and compatibility checks go through the same API.
+// plan, then reads the version's job graph, statistics, regions and layout (the service lays the
+// graph out as the CLI's SVG does) and draws it as SVG, fitted to the window; the wheel zooms,
+// dragging pans. Edits, diffs and compatibility checks go through the same API.
 // `?plan=ID[&version=N][&select=VERTEX]` opens a stored plan (and shows a vertex's details). When a graph is drawn, #graph gets
 // `data-render-ms` (milliseconds since the page started loading, or since "Open" was clicked),
-// `data-layout-ms` (dagre alone), `data-vertices` and `data-edges`.
+// `data-layout-ms` (the layout request), `data-vertices` and `data-edges`; `data-scale` is the
+// current zoom (1 = 1:1).
 "use strict";
 
 const API = "/v1";
@@ -11,7 +13,7 @@ const SVG = "http://www.w3.org/2000/svg";
 const $ = (id) => document.getElementById(id);
 
 // What is shown: plan id, version number, job graph, statistics, regions, versions list.
-const view = { id: null, version: null, plan: null, stats: null, regions: null, versions: [], selected: null };
+const view = { id: null, version: null, plan: null, stats: null, regions: null, layout: null, layoutMs: 0, versions: [], selected: null };
 
 // --- talking to the service -----------------------------------------------------------------
 
@@ -101,16 +103,18 @@ async function openPlan() {
 async function show(id, version, started) {
   const summary = await call("GET", `/plans/${id}`);
   const number = version ?? summary.latest;
-  const [plan, stats, regions] = await Promise.all([
+  const [plan, stats, regions, laidOut] = await Promise.all([
     call("GET", `/plans/${id}/versions/${number}`),
     call("GET", `/plans/${id}/stats?version=${number}`),
     call("GET", `/plans/${id}/regions?version=${number}`),
+    fetchLayout(id, number),
   ]);
-  Object.assign(view, { id, version: number, plan, stats, regions, versions: summary.versions, selected: null });
+  Object.assign(view, { id, version: number, plan, stats, regions, layout: laidOut.layout, layoutMs: laidOut.ms, versions: summary.versions, selected: null });
   draw(started);
   showSummary();
   showSuggestions();
   showVersions();
+  showPlans();
   $("details-panel").hidden = true;
 }
 
@@ -118,31 +122,32 @@ async function show(id, version, started) {
 
 const regionColour = (r, n) => `hsl(${Math.round((r * 360) / Math.max(n, 1) + 200) % 360}, 65%, 86%)`;
 
-function draw(started) {
-  const { plan, stats, regions } = view;
-  const regionOf = new Map();
-  (regions.logical_regions || []).forEach((members, r) => members.forEach((m) => regionOf.set(m, r)));
-  const g = new dagre.graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir: "TB", nodesep: 30, ranksep: 60, edgesep: 12, marginx: 16, marginy: 16 });
-  for (const v of plan.vertices) g.setNode(v.id, { width: 200, height: 48, vertex: v });
-  (plan.edges || []).forEach((e, i) => g.setEdge(e.source, e.target, { width: 90, height: 14, labelpos: "c", index: i }, `e${i}`));
-  const layoutStart = performance.now();
-  dagre.layout(g);
-  const layoutMs = performance.now() - layoutStart;
+// The layout comes from the service (GET /plans/{id}/layout), the same that `conflux inspect
+// --format svg` draws: boxes with their names wrapped, edge routes, and label boxes that never
+// overlap (above 600 edges labels get no boxes and show on hover).
+const LINE = 14;
 
+async function fetchLayout(id, number) {
+  const started = performance.now();
+  const layout = await call("GET", `/plans/${id}/layout?version=${number}&direction=${$("direction").value}`);
+  return { layout, ms: performance.now() - started };
+}
+
+function draw(started) {
+  const { plan, stats, layout } = view;
   const svg = $("graph");
   svg.replaceChildren();
-  const size = g.graph();
-  svg.setAttribute("width", Math.ceil(size.width));
-  svg.setAttribute("height", Math.ceil(size.height));
-  svg.setAttribute("viewBox", `0 0 ${Math.ceil(size.width)} ${Math.ceil(size.height)}`);
+  svg.classList.toggle("hover-labels", layout.edges.some((e) => !e.label_rect));
   const defs = document.createElementNS(SVG, "defs");
   defs.innerHTML = '<marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#7a8396"/></marker>';
   svg.append(defs);
+  const scene = document.createElementNS(SVG, "g");
+  scene.setAttribute("id", "scene");
+  svg.append(scene);
+  const labelLayer = document.createElementNS(SVG, "g");
 
   const edgeStats = stats.edges || [];
-  for (const key of g.edges()) {
-    const data = g.edge(key);
+  for (const data of layout.edges) {
     const e = plan.edges[data.index];
     const s = edgeStats[data.index] || {};
     const group = document.createElementNS(SVG, "g");
@@ -157,53 +162,174 @@ function draw(started) {
     line.setAttribute("d", d);
     line.setAttribute("class", "line");
     line.setAttribute("marker-end", "url(#arrow)");
-    const text = document.createElementNS(SVG, "text");
-    text.setAttribute("x", data.x);
-    text.setAttribute("y", data.y);
-    text.setAttribute("text-anchor", "middle");
-    text.textContent = `${e.ship_strategy || e.distribution_pattern} \u00b7 ${e.result_partition_type}`;
     const title = document.createElementNS(SVG, "title");
-    title.textContent = `${fmt(s.channels)} channels`;
-    group.append(hit, line, text, title);
+    title.textContent = `${data.label.join(" \u00b7 ")}: ${fmt(s.channels)} channels`;
+    group.append(hit, line, title);
+    const r = data.label_rect;
+    if (r) {
+      // Labels sit in the boxes the layout reserved for them, drawn above every edge.
+      const text = document.createElementNS(SVG, "text");
+      text.setAttribute("class", "edge-label");
+      text.setAttribute("data-index", data.index);
+      text.setAttribute("text-anchor", "middle");
+      const step = 13;
+      const top = r.y + (r.height - step * data.label.length) / 2 + 10;
+      data.label.forEach((l, k) => {
+        const span = document.createElementNS(SVG, "tspan");
+        span.setAttribute("x", (r.x + r.width / 2).toFixed(1));
+        span.setAttribute("y", (top + k * step).toFixed(1));
+        span.textContent = l;
+        text.append(span);
+      });
+      labelLayer.append(text);
+    }
     group.addEventListener("click", () => selectEdge(data.index));
-    svg.append(group);
+    scene.append(group);
   }
-  for (const id of g.nodes()) {
-    const n = g.node(id);
-    const v = n.vertex;
-    const r = regionOf.get(v.id) ?? 0;
+  scene.append(labelLayer);
+  const regionCount = (view.regions.logical_regions || []).length;
+  const byId = new Map(plan.vertices.map((v) => [v.id, v]));
+  for (const b of layout.vertices) {
+    const v = byId.get(b.id);
+    const r = b.logical_region;
     const group = document.createElementNS(SVG, "g");
     group.setAttribute("class", "vertex");
     group.setAttribute("data-id", v.id);
     group.setAttribute("data-region", r);
-    group.setAttribute("transform", `translate(${(n.x - n.width / 2).toFixed(1)},${(n.y - n.height / 2).toFixed(1)})`);
+    group.setAttribute("transform", `translate(${b.rect.x.toFixed(1)},${b.rect.y.toFixed(1)})`);
     const rect = document.createElementNS(SVG, "rect");
-    rect.setAttribute("width", n.width);
-    rect.setAttribute("height", n.height);
-    rect.setAttribute("fill", regionColour(r, (regions.logical_regions || []).length));
+    rect.setAttribute("width", b.rect.width);
+    rect.setAttribute("height", b.rect.height);
+    rect.setAttribute("fill", regionColour(r, regionCount));
     const name = document.createElementNS(SVG, "text");
-    name.setAttribute("x", 8);
-    name.setAttribute("y", 19);
-    name.textContent = short(label(v), 32);
+    name.setAttribute("class", "name");
+    b.lines.forEach((text, i) => {
+      const span = document.createElementNS(SVG, "tspan");
+      span.setAttribute("x", 8);
+      span.setAttribute("y", 18 + i * LINE);
+      span.textContent = text;
+      name.append(span);
+    });
     const p = document.createElementNS(SVG, "text");
     p.setAttribute("x", 8);
-    p.setAttribute("y", 37);
+    p.setAttribute("y", 18 + b.lines.length * LINE);
     p.setAttribute("class", "p");
     p.setAttribute("data-parallelism", v.parallelism);
-    p.textContent = `parallelism ${v.parallelism} \u00b7 region ${r}`;
+    p.textContent = `parallelism ${fmt(v.parallelism)} \u00b7 logical region ${r}`;
+    // The whole name (and Flink's description) on hover.
     const title = document.createElementNS(SVG, "title");
-    title.textContent = lines(v.description) || label(v);
+    const description = lines(v.description);
+    title.textContent = description && description !== label(v) ? `${label(v)}\n\n${description}` : label(v);
     group.append(rect, name, p, title);
     group.addEventListener("click", () => selectVertex(v.id));
-    svg.append(group);
+    scene.append(group);
   }
+  zoom.content = { width: layout.width, height: layout.height };
+  fit();
   $("empty").hidden = true;
+  $("controls").hidden = false;
   $("plan-title").textContent = `${plan.name || view.id} \u00b7 plan ${view.id}, version ${view.version}`;
   // Attributes last: a test waiting for data-render-ms sees the whole graph.
-  svg.setAttribute("data-layout-ms", layoutMs.toFixed(1));
+  svg.setAttribute("data-layout-ms", view.layoutMs.toFixed(1));
   svg.setAttribute("data-vertices", plan.vertices.length);
   svg.setAttribute("data-edges", (plan.edges || []).length);
   svg.setAttribute("data-render-ms", (performance.now() - started).toFixed(1));
+}
+
+// --- zoom and pan ----------------------------------------------------------------------------
+
+// The visible part of the drawing, in its coordinates: the SVG's viewBox, kept at the aspect
+// ratio of the element, so that the scale is the element's width over `width`.
+const zoom = { x: 0, y: 0, width: 1, height: 1, content: null };
+const MAX_SCALE = 4;
+
+function applyZoom() {
+  const svg = $("graph");
+  svg.setAttribute("viewBox", `${zoom.x.toFixed(2)} ${zoom.y.toFixed(2)} ${zoom.width.toFixed(2)} ${zoom.height.toFixed(2)}`);
+  const scale = svg.clientWidth / zoom.width;
+  $("zoom-level").textContent = `${Math.round(scale * 100)}%`;
+  svg.setAttribute("data-scale", scale.toFixed(4));
+}
+
+// Shows the whole drawing, centred, at most at 1:1.
+function fit() {
+  if (!zoom.content) return;
+  const svg = $("graph");
+  const [w, h] = [Math.max(svg.clientWidth, 1), Math.max(svg.clientHeight, 1)];
+  const scale = Math.min(w / zoom.content.width, h / zoom.content.height, 1);
+  zoom.width = w / scale;
+  zoom.height = h / scale;
+  zoom.x = (zoom.content.width - zoom.width) / 2;
+  zoom.y = (zoom.content.height - zoom.height) / 2;
+  applyZoom();
+}
+
+// Scales by `factor` (> 1 zooms in) keeping the point at element pixels (px, py) in place.
+function zoomBy(factor, px, py) {
+  const svg = $("graph");
+  const [w, h] = [Math.max(svg.clientWidth, 1), Math.max(svg.clientHeight, 1)];
+  const scale = Math.min((w / zoom.width) * factor, MAX_SCALE);
+  const [fx, fy] = [px ?? w / 2, py ?? h / 2];
+  const [cx, cy] = [zoom.x + (fx / w) * zoom.width, zoom.y + (fy / h) * zoom.height];
+  zoom.width = w / scale;
+  zoom.height = h / scale;
+  zoom.x = cx - (fx / w) * zoom.width;
+  zoom.y = cy - (fy / h) * zoom.height;
+  applyZoom();
+}
+
+function actualSize() {
+  const svg = $("graph");
+  zoomBy(zoom.width / Math.max(svg.clientWidth, 1));
+}
+
+function installZoom() {
+  const svg = $("graph");
+  svg.addEventListener("wheel", (event) => {
+    if (!zoom.content) return;
+    event.preventDefault();
+    const r = svg.getBoundingClientRect();
+    zoomBy(Math.exp(-event.deltaY * 0.0015), event.clientX - r.left, event.clientY - r.top);
+  }, { passive: false });
+  let drag = null;
+  svg.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    drag = { x: event.clientX, y: event.clientY, zx: zoom.x, zy: zoom.y, moved: false };
+  });
+  window.addEventListener("pointermove", (event) => {
+    if (!drag) return;
+    const [dx, dy] = [event.clientX - drag.x, event.clientY - drag.y];
+    if (!drag.moved && Math.abs(dx) + Math.abs(dy) < 4) return;
+    drag.moved = true;
+    svg.classList.add("panning");
+    const perPixel = zoom.width / Math.max(svg.clientWidth, 1);
+    zoom.x = drag.zx - dx * perPixel;
+    zoom.y = drag.zy - dy * perPixel;
+    applyZoom();
+  });
+  window.addEventListener("pointerup", () => {
+    // A drag is not a click on what it started on.
+    if (drag && drag.moved) svg.addEventListener("click", (e) => e.stopPropagation(), { capture: true, once: true });
+    drag = null;
+    svg.classList.remove("panning");
+  });
+  $("zoom-fit").addEventListener("click", fit);
+  $("zoom-in").addEventListener("click", () => zoomBy(1.25));
+  $("zoom-out").addEventListener("click", () => zoomBy(0.8));
+  $("zoom-actual").addEventListener("click", actualSize);
+  $("direction").addEventListener("change", async () => {
+    if (!view.plan) return;
+    const started = performance.now();
+    try {
+      const laidOut = await fetchLayout(view.id, view.version);
+      Object.assign(view, { layout: laidOut.layout, layoutMs: laidOut.ms });
+      draw(started);
+      highlight();
+    } catch (e) {
+      say(`Could not lay the plan out: ${e.message}`, "error");
+    }
+  });
+  window.addEventListener("resize", () => { if (zoom.content) applyZoom(); });
 }
 
 // --- numbers ---------------------------------------------------------------------------------
@@ -219,29 +345,90 @@ function showSummary() {
     ["channels", s.channels, "channels"],
     ["network buffers", s.network.total.target, "buffers"],
     ["network memory", bytes(s.network.bytes), "network-bytes"],
-    ["regions (scheduling / logical)", `${fmt(s.regions.count)} / ${fmt(s.regions.logical)}`, "regions"],
-    ["largest region", s.regions.largest],
+    ["scheduling regions (of subtasks)", s.regions.count, "regions"],
+    ["largest scheduling region (subtasks)", s.regions.largest],
+    ["logical regions (of job vertices)", s.regions.logical, "logical-regions"],
     ["shuffle descriptors", s.descriptors.descriptors],
     ["descriptor bytes", bytes(s.descriptors.compressed_bytes), "descriptor-bytes"],
     ["offloaded to the blob server", bytes(s.descriptors.offloaded_bytes)],
     ["topology heap", bytes(s.topology_bytes)],
     ["stateful operators", s.stateful_operators],
   ]);
+  // Figures no TaskManager can hold, flagged with the option that changes them.
+  for (const f of s.flags || []) {
+    const tr = el("tr", { class: "flag", "data-flag": f.kind });
+    tr.append(el("td", {}, "\u26a0 impossible"), el("td", {}, f.message));
+    $("summary").append(tr);
+  }
 }
 
+// What a group of suggestions of one kind says, for `n` of them.
+const SUGGESTION_GROUPS = {
+  rebalance_to_rescale: (n) => `${fmt(n)} edge${n === 1 ? "" : "s"} could be RESCALE`,
+  gate_above_required: (n) => `${fmt(n)} batch edge${n === 1 ? "" : "s"} target more gate buffers than required`,
+  state_without_ttl: (n) => `${fmt(n)} state${n === 1 ? " has" : "s have"} no TTL`,
+  stateful_operator_without_uid: (n) => `${fmt(n)} stateful operator${n === 1 ? " has" : "s have"} no uid`,
+};
+
+// Suggestions grouped by kind: one line per kind with its count, the saving of all of them and
+// "Apply all" when each carries an edit; the single suggestions folded under it.
 function showSuggestions() {
   const list = $("suggestions");
   list.replaceChildren();
   const suggestions = view.stats.suggestions || [];
   $("suggestions-panel").hidden = suggestions.length === 0;
+  const groups = new Map();
   for (const s of suggestions) {
-    const li = el("li", {}, s.message + " ");
-    if (s.edit) {
-      const b = el("button", {}, "Apply");
-      b.addEventListener("click", () => applyEdit(s.edit));
-      li.append(b);
+    if (!groups.has(s.kind)) groups.set(s.kind, []);
+    groups.get(s.kind).push(s);
+  }
+  for (const [kind, members] of groups) {
+    const li = el("li", { class: "suggestion-group", "data-kind": kind, "data-count": members.length });
+    const saved = members.reduce((a, s) => a + (s.effect ? s.effect.buffer_bytes_saved : 0), 0);
+    const head = (SUGGESTION_GROUPS[kind] || ((n) => `${fmt(n)} \u00d7 ${kind}`))(members.length);
+    const summary = el("summary", {}, saved > 0 ? `${head}, saving ${bytes(saved)} of network buffers` : head);
+    const edits = members.map((s) => s.edit).filter(Boolean);
+    if (edits.length === members.length && edits.length > 0) {
+      const b = el("button", { class: "apply-all" }, edits.length === 1 ? "Apply" : "Apply all");
+      b.addEventListener("click", (event) => { event.preventDefault(); applyEdits(edits); });
+      summary.append(" ", b);
     }
+    const details = el("details");
+    details.append(summary);
+    const inner = el("ul");
+    for (const s of members) {
+      const item = el("li", {}, s.message + " ");
+      if (s.edit) {
+        const b = el("button", {}, "Apply");
+        b.addEventListener("click", () => applyEdit(s.edit));
+        item.append(b);
+      }
+      inner.append(item);
+    }
+    details.append(inner);
+    li.append(details);
     list.append(li);
+  }
+}
+
+// The stored plans, newest last, each opening on click.
+async function showPlans() {
+  try {
+    const answer = await call("GET", "/plans");
+    const list = $("plans");
+    list.replaceChildren();
+    for (const p of answer.plans || []) {
+      const li = el("li", { "data-plan": p.id }, `${p.id}: ${p.name || "(no name)"} \u00b7 ${fmt(p.versions)} version${p.versions === 1 ? "" : "s"}`);
+      if (p.id === view.id) li.className = "current";
+      li.addEventListener("click", () => {
+        history.replaceState(null, "", `?plan=${encodeURIComponent(p.id)}`);
+        show(p.id, null, performance.now()).catch((e) => say(e.message, "error"));
+      });
+      list.append(li);
+    }
+    $("plans-panel").hidden = (answer.plans || []).length === 0;
+  } catch (e) {
+    say(`Could not list the stored plans: ${e.message}`, "error");
   }
 }
 
@@ -370,6 +557,26 @@ async function applyEdit(edit) {
   }
 }
 
+// Applies `edits` one after another, each on the version the previous one made.
+async function applyEdits(edits) {
+  const before = view.stats.channels;
+  let version = view.version;
+  let made = null;
+  try {
+    for (const [i, edit] of edits.entries()) {
+      say(`Applying ${i + 1} of ${edits.length}…`);
+      made = await call("POST", `/plans/${view.id}/edits?base=${version}`, edit);
+      version = made.version;
+    }
+  } catch (e) {
+    say(`Edit refused: ${e.message}`, "error");
+  }
+  if (made) {
+    await show(view.id, made.version, performance.now());
+    say(`Version ${made.version}: ${edits.length} edits; channels ${fmt(before)} → ${fmt(made.channels)}.`, "ok");
+  }
+}
+
 async function rescale(vertex, parallelism) {
   try {
     const r = await call("GET", `/plans/${view.id}/rescale?vertex=${encodeURIComponent(vertex)}&parallelism=${parallelism}&version=${view.version}`);
@@ -429,6 +636,8 @@ async function compat() {
 
 // --- start -----------------------------------------------------------------------------------
 
+installZoom();
+showPlans();
 $("open").addEventListener("click", openPlan);
 $("file").addEventListener("change", () => { $("paste").value = ""; });
 $("diff").addEventListener("click", compare);

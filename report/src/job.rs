@@ -95,6 +95,14 @@ pub struct JobReport {
     pub heartbeat_timeouts: Option<u64>,
     /// Task submissions not acknowledged within the RPC timeout (`null` for `run`: no RPC).
     pub rpc_timeouts: Option<u64>,
+    /// TaskManagers that registered again while the job ran: a process that the JobManager
+    /// lost, or that lost the JobManager (a cut link, missed heartbeats), registering anew
+    /// once it reached the JobManager again (`null` for `run`: no registrations).
+    pub re_registrations: Option<u64>,
+    /// Partition requests the job's consumers tried again after a failed one, with Flink's
+    /// back-off (`taskmanager.network.request-backoff.*`), before reading their data or
+    /// failing with partition-not-found (`null` for `run`: no data plane).
+    pub partition_request_retries: Option<u64>,
     /// The longest heartbeat round trip while the job ran, ms; `null` when none was measured
     /// (and for `run`).
     #[serde(serialize_with = "round::serialize_option")]
@@ -122,4 +130,11 @@ pub struct JobReport {
     pub adaptive: AdaptiveReport,
     /// What the data plane did, for jobs whose tasks move data (word count); `null` otherwise.
     pub data: Option<DataReport>,
+    /// Finished tasks a JobManager that took the job over kept instead of running them again
+    /// (batch job recovery); `null` unless the job was recovered.
+    pub tasks_recovered: Option<u64>,
+    /// Reading and replaying the recovered job's event log, ms; `null` unless the job was
+    /// recovered.
+    #[serde(serialize_with = "round::serialize_option")]
+    pub recovery_replay_ms: Option<f64>,
 }

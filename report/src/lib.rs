@@ -76,6 +76,8 @@ mod tests {
         assert_eq!(value["wall_ms"]["parse"], serde_json::Value::Null);
         assert_eq!(value["max_heartbeat_rtt_ms"], serde_json::json!(0.123));
         for key in [
+            "tasks_recovered",
+            "recovery_replay_ms",
             "heartbeat_timeouts",
             "data",
             "decided_parallelism",

@@ -4,7 +4,9 @@
 
 mod cluster;
 mod job;
+mod job_config;
 mod jobs;
+mod metrics;
 mod per_state;
 mod vertex;
 
@@ -18,7 +20,9 @@ pub use job::{
     JobExecutionResult, JobPlan, JobVertexSummary, LegacyExceptionInfo, Plan, PlanInput, PlanNode,
     QueueStatus, QueueStatusId, RootExceptionInfo,
 };
+pub use job_config::{ExecutionConfig, JobConfig};
 pub use jobs::{JobIdWithStatus, JobOverview, JobsOverview, JobsWithStatus};
+pub use metrics::{MetricValue, UserAccumulator, VertexAccumulators};
 pub use per_state::{
     JobTimestamps, LowerCaseTaskCounts, StatusDuration, TaskCounts, TaskTimestamps,
 };

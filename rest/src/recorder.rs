@@ -217,6 +217,12 @@ pub struct VertexUpdate<'a> {
 }
 
 impl VertexUpdate<'_> {
+    /// The state the vertex shows now for its tasks' states
+    /// ([`ExecutionState::aggregate`]). O(1).
+    pub fn aggregate_state(&self) -> ExecutionState {
+        ExecutionState::aggregate(&self.aggregate.counts, self.aggregate.parallelism)
+    }
+
     /// Subtask `subtask` entered `state` at `now_ms` in attempt `attempt`; `task_manager` is
     /// where it was deployed (read when it enters DEPLOYING). CREATED starts a new attempt:
     /// its times, TaskManager and I/O are cleared. O(1); an unknown subtask is ignored.

@@ -1,6 +1,8 @@
 //! The endpoints: Flink 1.20's paths under `/v1` and unversioned, each with its OpenAPI
 //! description (utoipa), which lists every status it answers.
 
+mod dashboard;
+
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -364,6 +366,7 @@ pub(crate) fn api() -> OpenApiRouter<Arc<RestState>> {
         .routes(routes!(task_manager))
         .routes(routes!(jobmanager_config))
         .routes(routes!(openapi_json))
+        .merge(dashboard::routes())
 }
 
 /// `/metrics`, served at the root only (where Prometheus looks).

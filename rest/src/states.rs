@@ -51,6 +51,22 @@ impl ExecutionState {
         self as usize
     }
 
+    /// Flink's upper-case name (`RUNNING`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutionState::Created => "CREATED",
+            ExecutionState::Scheduled => "SCHEDULED",
+            ExecutionState::Deploying => "DEPLOYING",
+            ExecutionState::Running => "RUNNING",
+            ExecutionState::Finished => "FINISHED",
+            ExecutionState::Canceling => "CANCELING",
+            ExecutionState::Canceled => "CANCELED",
+            ExecutionState::Failed => "FAILED",
+            ExecutionState::Reconciling => "RECONCILING",
+            ExecutionState::Initializing => "INITIALIZING",
+        }
+    }
+
     /// FINISHED, CANCELED or FAILED (Flink's `isTerminal`).
     pub fn is_terminal(self) -> bool {
         matches!(
@@ -105,7 +121,8 @@ pub enum JobStatus {
     Canceled,
     /// Done.
     Finished,
-    /// Restarting every task (Conflux's region failovers keep the job RUNNING, as Flink's).
+    /// Tasks wait for their restart (as Flink's `DefaultScheduler`, whose job is RESTARTING while
+    /// any vertex waits out the restart delay, and RUNNING again once none does).
     Restarting,
     /// Suspended by a JobManager that lost its leadership (never in Conflux yet).
     Suspended,

@@ -105,6 +105,18 @@ impl JobManagerClient {
         }
     }
 
+    /// One job's summary.
+    ///
+    /// # Errors
+    /// [`ClientError::JobManager`] for an unknown job (never submitted, or gone from the
+    /// history).
+    pub async fn status(&mut self, job: JobId) -> Result<JobSummary, ClientError> {
+        match self.call(&ClientRequest::Status(job)).await? {
+            ClientResponse::Job(summary) => Ok(summary),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     /// Cancels a job.
     ///
     /// # Errors

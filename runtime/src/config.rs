@@ -96,7 +96,7 @@ pub struct RpcFaults {
 }
 
 /// RPC settings shared by both sides.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, PartialEq)]
 pub struct RpcConfig {
     /// A task submission not acknowledged within this fails that task, ms (Flink's ask
     /// timeout), counted from when it is handed to the connection's writer.
@@ -159,8 +159,29 @@ pub struct JobManagerConfig {
     /// tells which), so that JobManagers embedded side by side never collide; `conflux
     /// jobmanager` defaults to Flink's `rest.port`, 8081.
     pub rest_address: Option<SocketAddr>,
-    /// Under high availability, the leadership this JobManager holds (its fencing token,
-    /// lease and job store); `None` without high availability.
+    /// Flink's `high-availability.storageDir`: where submitted jobs, their results and their
+    /// event logs are kept (`conflux_job_store::StorageDir`). `None` (the default): nothing is
+    /// kept and nothing recovered. With a directory, [`JobManager::start`] recovers every job
+    /// of it that has not ended (batch job recovery, FLIP-383).
+    ///
+    /// [`JobManager::start`]: crate::JobManager::start
+    pub storage_dir: Option<PathBuf>,
+    /// Flink's `execution.batch.job-recovery.previous-worker.recovery.timeout`: how long a
+    /// recovered job waits for the TaskManagers that held its finished partitions, ms (default
+    /// [`DEFAULT_JOB_RECOVERY_TIMEOUT_MS`]).
+    pub job_recovery_timeout_ms: u64,
+    /// The effective configuration under Flink's keys as the CLI resolved it (flags, `-D`,
+    /// environment, `config.yaml`), secrets already hidden: `/jobmanager/config` lists it,
+    /// with the addresses the JobManager actually bound in place of the configured ones.
+    pub configuration: Vec<(String, String)>,
+    /// The web pages at `/` beside the REST API: `None` for Conflux's live job view
+    /// (`conflux-web`), else a directory of static files, Flink's dashboard (the `web/` folder
+    /// of Flink's `flink-dist` jar), served as Flink's `web.*` settings would; it must hold an
+    /// `index.html`.
+    pub web_ui_dir: Option<PathBuf>,
+    /// Under high availability, the leadership this JobManager holds (its fencing token, lease
+    /// and job store pointers in ZooKeeper); it needs [`storage_dir`](Self::storage_dir).
+    /// `None` without high availability.
     pub leader: Option<crate::high_availability::LeaderContext>,
 }
 
@@ -182,13 +203,17 @@ impl JobManagerConfig {
             max_job_memory_bytes: DEFAULT_MAX_JOB_MEMORY_BYTES,
             job_history: JobHistory::default(),
             rest_address: Some(SocketAddr::new(address.ip(), 0)),
+            storage_dir: None,
+            job_recovery_timeout_ms: DEFAULT_JOB_RECOVERY_TIMEOUT_MS,
+            configuration: Vec::new(),
+            web_ui_dir: None,
             leader: None,
         }
     }
 }
 
 /// Settings of a [`TaskManager`](crate::TaskManager).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TaskManagerConfig {
     /// The JobManager's `host:port`.
     pub jobmanager: String,
@@ -224,6 +249,23 @@ pub struct TaskManagerConfig {
     /// Where it serves its Prometheus metrics (`GET /metrics`): `None` (the default) for
     /// nowhere.
     pub metrics_address: Option<SocketAddr>,
+    /// How long a consumer waits for a producer's data server to accept its connection and
+    /// welcome it, per attempt, ms (Flink's `taskmanager.network.partition-request-timeout`,
+    /// 10,000).
+    pub partition_request_timeout_ms: u64,
+    /// The first wait before a partition request is tried again, ms (Flink's
+    /// `taskmanager.network.request-backoff.initial`, 100); 0 tries once only. Each retry
+    /// doubles the wait, up to [`partition_request_backoff_max_ms`](Self::partition_request_backoff_max_ms);
+    /// after the retry at that wait the request fails and the consumer with partition-not-found.
+    pub partition_request_backoff_initial_ms: u64,
+    /// The longest wait between two tries of a partition request, ms (Flink's
+    /// `taskmanager.network.request-backoff.max`, 10,000).
+    pub partition_request_backoff_max_ms: u64,
+    /// How long it keeps its finished partitions while it has no JobManager, ms (default
+    /// [`DEFAULT_PARTITIONS_KEPT_WITHOUT_JOBMANAGER_MS`]): a JobManager that takes over within
+    /// it finds them (batch job recovery); past it they are released. At least the
+    /// high-availability session timeout plus the recovery timeout.
+    pub partitions_kept_without_jobmanager_ms: u64,
     /// Under high availability, the leader as ZooKeeper publishes it (a
     /// [`conflux_ha::LeaderRetrieval`]'s subscription): the TaskManager registers with
     /// whoever leads (`jobmanager` is then ignored), leaves a session when another leader is
@@ -231,6 +273,23 @@ pub struct TaskManagerConfig {
     /// seen. `None`: the fixed `jobmanager`.
     pub leader: Option<tokio::sync::watch::Receiver<Option<conflux_ha::LeaderInfo>>>,
 }
+
+/// Flink's `taskmanager.network.request-backoff.initial`, ms.
+pub const DEFAULT_PARTITION_REQUEST_BACKOFF_INITIAL_MS: u64 = 100;
+/// Flink's `taskmanager.network.request-backoff.max`, ms.
+pub const DEFAULT_PARTITION_REQUEST_BACKOFF_MAX_MS: u64 = 10_000;
+/// Flink's `taskmanager.network.partition-request-timeout`, ms.
+pub const DEFAULT_PARTITION_REQUEST_TIMEOUT_MS: u64 = 10_000;
+
+/// Flink's `high-availability.zookeeper.client.session-timeout` (60 s) plus
+/// `execution.batch.job-recovery.previous-worker.recovery.timeout` (30 s): how long a
+/// TaskManager without a JobManager keeps its finished partitions by default, ms.
+pub const DEFAULT_PARTITIONS_KEPT_WITHOUT_JOBMANAGER_MS: u64 = 90_000;
+
+/// Flink's `execution.batch.job-recovery.previous-worker.recovery.timeout` default: how long a
+/// JobManager recovering a batch job waits for the TaskManagers that held its finished
+/// partitions to register again, ms.
+pub const DEFAULT_JOB_RECOVERY_TIMEOUT_MS: u64 = 30_000;
 
 impl TaskManagerConfig {
     /// Defaults for a TaskManager of `jobmanager` with `slots` slots working in `data_dir`.
@@ -250,6 +309,10 @@ impl TaskManagerConfig {
             data_idle_timeout_ms: DEFAULT_CLIENT_IDLE_TIMEOUT_MS,
             slowdown: 1.0,
             metrics_address: None,
+            partition_request_timeout_ms: DEFAULT_PARTITION_REQUEST_TIMEOUT_MS,
+            partition_request_backoff_initial_ms: DEFAULT_PARTITION_REQUEST_BACKOFF_INITIAL_MS,
+            partition_request_backoff_max_ms: DEFAULT_PARTITION_REQUEST_BACKOFF_MAX_MS,
+            partitions_kept_without_jobmanager_ms: DEFAULT_PARTITIONS_KEPT_WITHOUT_JOBMANAGER_MS,
             leader: None,
         }
     }
@@ -263,5 +326,65 @@ mod tests {
             super::MAX_SUBMISSION_BYTES as u64,
             conflux_graph::load::MAX_JOB_FILE_BYTES
         );
+    }
+}
+
+/// What `Debug` shows of a shared secret: whether there is one, never its text.
+fn hidden(token: Option<&String>) -> Option<&'static str> {
+    token.map(|_| "******")
+}
+
+impl std::fmt::Debug for RpcConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcConfig")
+            .field("timeout_ms", &self.timeout_ms)
+            .field("max_submissions_in_flight", &self.max_submissions_in_flight)
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("handshake_timeout_ms", &self.handshake_timeout_ms)
+            .field("token", &hidden(self.token.as_ref()))
+            .field("faults", &self.faults)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for TaskManagerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskManagerConfig")
+            .field("jobmanager", &self.jobmanager)
+            .field("slots", &self.slots)
+            .field("data_dir", &self.data_dir)
+            .field("advertised_host", &self.advertised_host)
+            .field("token", &hidden(self.token.as_ref()))
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("connect_timeout_ms", &self.connect_timeout_ms)
+            .field("retry_interval_ms", &self.retry_interval_ms)
+            .field("heartbeat_timeout_ms", &self.heartbeat_timeout_ms)
+            .field("data_dir_max_bytes", &self.data_dir_max_bytes)
+            .field("data_max_connections", &self.data_max_connections)
+            .field("data_idle_timeout_ms", &self.data_idle_timeout_ms)
+            .field("slowdown", &self.slowdown)
+            .field("metrics_address", &self.metrics_address)
+            .field(
+                "partitions_kept_without_jobmanager_ms",
+                &self.partitions_kept_without_jobmanager_ms,
+            )
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod secret_tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_token() {
+        let mut tm = TaskManagerConfig::new("jm:6123", 1, "/tmp");
+        tm.token = Some("hunter2".into());
+        let mut jm = JobManagerConfig::new(([127, 0, 0, 1], 6123).into(), "/tmp");
+        jm.rpc.token = Some("hunter2".into());
+        for text in [format!("{tm:?}"), format!("{jm:?}")] {
+            assert!(!text.contains("hunter2"), "{text}");
+            assert!(text.contains("token: Some(\"******\")"), "{text}");
+        }
     }
 }

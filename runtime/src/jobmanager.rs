@@ -17,6 +17,7 @@ mod data_stats;
 mod invokables;
 mod job_loop;
 mod jobs;
+mod recovery;
 mod registry;
 mod rest_backend;
 mod rest_view;
@@ -37,6 +38,7 @@ use crate::config::JobManagerConfig;
 use crate::metrics::JobManagerMetrics;
 use crate::protocol::{JobSubmission, JobSummary, MAX_CREDIT};
 use crate::report::JobReport;
+use crate::secret;
 pub use invokables::{word_count_job, word_count_job_as_run};
 use job_loop::LoopContext;
 use jobs::{Jobs, QueuedJob};
@@ -103,11 +105,15 @@ pub enum JobManagerError {
     /// The JobManager is shutting down.
     #[error("the JobManager is shutting down")]
     ShuttingDown,
-    /// Under high availability the submission could not be made durable (job graph or
-    /// pointer not written): it is refused, not queued.
+    /// [`JobManagerConfig::web_ui_dir`](crate::JobManagerConfig::web_ui_dir) holds no
+    /// dashboard.
+    #[error(transparent)]
+    WebUi(#[from] conflux_web::WebUiDirError),
+    /// With a storage directory (`high-availability.storageDir`) the submission could not be
+    /// made durable: it is refused, not queued. At start: the directory cannot be used.
     #[error("job {source_name} is refused: the job store could not keep it: {message}")]
     JobStore {
-        /// Where the job came from.
+        /// Where the job came from (at start: the storage directory).
         source_name: String,
         /// What could not be written.
         message: String,
@@ -157,9 +163,25 @@ pub(crate) struct Shared {
     /// Bounds the submissions being loaded and checked at once.
     pub(crate) loading: Semaphore,
     pub(crate) shutdown: Notify,
-    /// Set when shutdown begins: jobs cancelled by it stay in the job store (a later leader
-    /// recovers them), as Flink suspends rather than cancels them.
+    /// The storage directory (`high-availability.storageDir`), when jobs are kept and
+    /// recovered.
+    pub(crate) store: Option<conflux_job_store::StorageDir>,
+    /// The recovered jobs not yet ended: a registering TaskManager keeps their partitions
+    /// (the welcome's `keep_jobs`).
+    pub(crate) recovering: std::sync::Mutex<Vec<JobId>>,
+    /// Set when shutdown begins: jobs it cancels keep their job store entries (a later
+    /// JobManager recovers them), as Flink suspends rather than ends them.
     pub(crate) stopping: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    /// The recovered jobs not yet ended.
+    pub(crate) fn recovering(&self) -> Vec<JobId> {
+        self.recovering
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 /// A running JobManager. Dropping it without [`shutdown`](Self::shutdown) stops accepting
@@ -194,8 +216,16 @@ impl JobManager {
     ///
     /// # Errors
     /// [`JobManagerError::Bind`] when the address is taken, [`JobManagerError::Blob`] when the
-    /// blob directory cannot be used.
+    /// blob directory cannot be used, [`JobManagerError::WebUi`] when
+    /// [`JobManagerConfig::web_ui_dir`](crate::JobManagerConfig::web_ui_dir) has no
+    /// `index.html`.
     pub async fn start(config: JobManagerConfig) -> Result<JobManager, JobManagerError> {
+        // The web pages beside the API (Flink's dashboard from a directory, or Conflux's own),
+        // checked before anything starts.
+        let web = match &config.web_ui_dir {
+            Some(dir) => Some(conflux_web::flink_dashboard(dir)?),
+            None => None,
+        };
         let listener =
             TcpListener::bind(config.address)
                 .await
@@ -246,6 +276,21 @@ impl JobManager {
                 .unwrap_or(&address.ip().to_string()),
         );
 
+        let store = match &config.storage_dir {
+            Some(dir) => Some(conflux_job_store::StorageDir::open(dir).map_err(|e| {
+                JobManagerError::JobStore {
+                    source_name: dir.display().to_string(),
+                    message: e.to_string(),
+                }
+            })?),
+            None if config.leader.is_some() => {
+                return Err(JobManagerError::JobStore {
+                    source_name: "high-availability.storageDir".into(),
+                    message: "high availability needs a storage directory".into(),
+                })
+            }
+            None => None,
+        };
         let registry = Arc::new(Registry::new(metrics.heartbeat_rtt_seconds.clone()));
         let shared = Arc::new(Shared {
             config: config.clone(),
@@ -257,8 +302,25 @@ impl JobManager {
             blob_server_url,
             loading: Semaphore::new(CONCURRENT_SUBMISSIONS),
             shutdown: Notify::new(),
+            store: store.clone(),
+            recovering: std::sync::Mutex::new(Vec::new()),
             stopping: std::sync::atomic::AtomicBool::new(false),
         });
+        // Before any connection is accepted: every registering TaskManager learns which jobs'
+        // partitions to keep.
+        if let Some(store) = &store {
+            let recovered = recovery::recover_jobs(&shared, store).await;
+            if !recovered.is_empty() {
+                tracing::info!(
+                    jobs = recovered.len(),
+                    "jobs recovered from the storage directory"
+                );
+            }
+            *shared
+                .recovering
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = recovered;
+        }
         let heartbeat = tokio::spawn(registry::heartbeat_loop(
             Arc::downgrade(&registry),
             Duration::from_millis(config.heartbeat.interval_ms),
@@ -273,9 +335,13 @@ impl JobManager {
             .map_err(|source| JobManagerError::Bind { address, source })?;
         let rest = rest_listener.map(|listener| {
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-            let router = conflux_rest::router(Arc::new(rest_backend::JobManagerRest::new(
+            let api = conflux_rest::router(Arc::new(rest_backend::JobManagerRest::new(
                 Arc::clone(&shared),
             )));
+            let router = match web {
+                Some(dashboard) => api.fallback_service(dashboard),
+                None => api.merge(conflux_web::live_view()),
+            };
             let task = tokio::spawn(async move {
                 let served = conflux_http::serve(
                     listener,
@@ -293,7 +359,14 @@ impl JobManager {
             });
             (stop, task)
         });
-        tracing::info!(%address, blob_server = %shared.blob_server_url, rest = ?rest_address, "JobManager started");
+        let rest_url = rest_address.map_or_else(|| "none".to_owned(), |a| format!("http://{a}"));
+        tracing::info!(
+            %address,
+            blob_server = %shared.blob_server_url,
+            rest = %rest_url,
+            "JobManager listening on {address} (blob server {}, REST API {rest_url})",
+            shared.blob_server_url
+        );
         Ok(JobManager {
             shared,
             address,
@@ -328,19 +401,6 @@ impl JobManager {
     /// [`JobManagerError::QueueFull`], [`JobManagerError::ShuttingDown`].
     pub async fn submit(&self, submission: JobSubmission) -> Result<JobId, JobManagerError> {
         submit(&self.shared, submission).await
-    }
-
-    /// Queues a job recovered from the job store under its own id (a new leader taking over:
-    /// it runs from scratch), without writing it to the store again. Checked as a submission.
-    ///
-    /// # Errors
-    /// As [`submit`](Self::submit).
-    pub async fn recover(
-        &self,
-        job: JobId,
-        submission: JobSubmission,
-    ) -> Result<JobId, JobManagerError> {
-        submit_as(&self.shared, submission, job, false).await
     }
 
     /// Every job queued, running or in the job history, in submission order.
@@ -440,22 +500,16 @@ pub(crate) async fn submit(
     shared: &Arc<Shared>,
     submission: JobSubmission,
 ) -> Result<JobId, JobManagerError> {
-    let id = new_job_id(&submission.source);
-    submit_as(shared, submission, id, true).await
+    admit(shared, submission, None).await
 }
 
-/// Checks and queues `submission` as job `id`; under high availability with `store`, writes it
-/// to the job store first (the acknowledgement follows the write).
-async fn submit_as(
+/// Loads, checks and queues a submission: a new one (kept in the storage directory, when there
+/// is one, before it is queued), or a recovered one with its id, secret and event log.
+pub(crate) async fn admit(
     shared: &Arc<Shared>,
     submission: JobSubmission,
-    id: JobId,
-    store: bool,
+    recovered: Option<(JobId, secret::Secret, recovery::JobRecovery)>,
 ) -> Result<JobId, JobManagerError> {
-    let durable = match &shared.config.leader {
-        Some(leader) if store => Some((Arc::clone(&leader.job_store), submission.clone())),
-        _ => None,
-    };
     let source_name = submission.source.clone();
     let invalid = |message: String| JobManagerError::InvalidJob {
         source_name: source_name.clone(),
@@ -489,6 +543,22 @@ async fn submit_as(
     let scheduler_config = shared.config.scheduler;
     let limit = shared.config.max_job_memory_bytes;
     let name_for_refusal = source_name.clone();
+    let (id, secret, recovery) = match recovered {
+        Some((id, secret, recovery)) => (id, Some(secret), Some(recovery)),
+        None => (new_job_id(&source_name), None, None),
+    };
+    // A new job kept in the storage directory gets its data secret now, kept with it.
+    let (secret, stored) = match (&shared.store, secret) {
+        (Some(_), None) => {
+            let secret = secret::Secret::random().map_err(|e| {
+                invalid(format!(
+                    "no data secret: the system's random generator failed: {e}"
+                ))
+            })?;
+            (Some(secret), Some(submission.clone()))
+        }
+        (_, secret) => (secret, None),
+    };
     let (job, tasks, view) = tokio::task::spawn_blocking(move || {
         let load = LoadOptions {
             parallelism: options.parallelism,
@@ -521,19 +591,46 @@ async fn submit_as(
         Refusal::Invalid(message) => invalid(message),
         Refusal::TooLarge(e) => e,
     })?;
-    if let Some((job_store, submission)) = durable {
-        job_store
-            .put(id, &submission)
-            .await
-            .map_err(|message| JobManagerError::JobStore {
-                source_name: source_name.clone(),
-                message,
-            })?;
-    }
     let name = job.name().to_owned();
+    if let (Some(store), Some(stored), Some(secret)) = (&shared.store, &stored, secret) {
+        // Durable before the submission is acknowledged (Flink's JobGraphStore): the entry,
+        // then under high availability its pointer in ZooKeeper, written only while the lease
+        // holds (a deposed leader takes no job).
+        let refused = |message: String| JobManagerError::JobStore {
+            source_name: source_name.clone(),
+            message,
+        };
+        if let Some(leader) = &shared.config.leader {
+            if !leader.lease.is_valid() {
+                return Err(refused(format!(
+                    "this JobManager no longer leads (fencing token {})",
+                    leader.fencing_token
+                )));
+            }
+        }
+        let store_for_write = store.clone();
+        let stored = stored.clone();
+        tokio::task::spawn_blocking(move || {
+            recovery::store_submission(&store_for_write, id, &stored, secret)
+        })
+        .await
+        .map_err(|e| invalid(format!("the job store failed: {e}")))??;
+        if let Some(leader) = &shared.config.leader {
+            let entry = store.job_path(&id.to_string());
+            if let Err(message) = leader.put_pointer(id, &entry).await {
+                // Not acknowledged: the entry goes too, so no later leader runs it.
+                if let Err(e) = store.remove_job(&id.to_string()) {
+                    tracing::warn!(job = %id, "job store entry not removed: {e}");
+                }
+                return Err(refused(message));
+            }
+        }
+    }
     let queued = QueuedJob {
         id,
-        name,
+        name: name.clone(),
+        secret,
+        recovery,
         graph_bytes: job.heap_bytes() as u64,
         execution_vertices: job.num_execution_vertices(),
         job,
@@ -543,8 +640,15 @@ async fn submit_as(
         submitted_ms,
         view,
     };
-    shared.jobs.enqueue(queued)?;
-    tracing::info!(job = %id, source = %source_name, "job submitted");
+    if let Err(e) = shared.jobs.enqueue(queued) {
+        if let (Some(store), Some(_)) = (&shared.store, &stored) {
+            if let Err(e) = store.remove_job(&id.to_string()) {
+                tracing::warn!(job = %id, "job store entry of a refused job not removed: {e}");
+            }
+        }
+        return Err(e);
+    }
+    tracing::info!(job = %id, source = %source_name, "Received JobGraph submission '{name}' ({id}).");
     Ok(id)
 }
 
@@ -565,9 +669,12 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>, handle: &tokio::r
         speculative: shared.config.scheduler.speculative,
         metrics: &shared.metrics,
         jobs: &shared.jobs,
+        store: shared.store.as_ref(),
+        lease: shared.config.leader.as_ref().map(|l| l.lease.clone()),
+        recovery_timeout_ms: shared.config.job_recovery_timeout_ms,
     };
     while let Some((job, sender, events)) = shared.jobs.next() {
-        tracing::info!(job = %job.id, name = %job.name, "job running");
+        tracing::info!(job = %job.id, "Starting execution of job '{}' ({}).", job.name, job.id);
         let id = job.id;
         let report = job_loop::run_job(&ctx, job, shared.config.scheduler, sender, &events);
         // A job whose loop never ran (its scheduler or descriptors could not be set up) ends
@@ -579,15 +686,19 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>, handle: &tokio::r
                 report.failure_reason.as_deref(),
             );
         }
-        tracing::info!(job = %id, status = %report.status, "job ended");
-        // An ended job leaves the job store, unless it ended because this JobManager stops or
-        // lost its leadership: then a later leader recovers it.
-        if let Some(leader) = &shared.config.leader {
-            if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) && leader.lease.is_valid()
-            {
-                handle.block_on(leader.job_store.remove(id));
+        tracing::info!(job = %id, status = %report.status, "Job {id} reached terminal state {}.", report.status);
+        // A job cancelled by the JobManager's shutdown stays in the storage directory for the
+        // next JobManager; any other end is recorded before clients hear of it.
+        if let Some(store) = &shared.store {
+            if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+                recovery::job_ended(store, id, &report, shared.config.leader.as_ref(), handle);
             }
         }
+        shared
+            .recovering
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|j| *j != id);
         shared.jobs.finish(id, report);
     }
 }

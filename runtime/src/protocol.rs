@@ -21,19 +21,34 @@ pub use crate::secret::Secret;
 /// Version 5: heartbeat connections carry their TaskManager's registration secret, task
 /// submissions their job's data secret, the welcome names the jobs whose partitions a
 /// TaskManager keeps, and task metrics carry the bytes read (versions 3 and 4 named builds
-/// with only some of these). Version 6: the welcome carries the leader's fencing token.
-pub const PROTOCOL_VERSION: u32 = 6;
+/// with only some of these). Version 6: heartbeat requests name the last answer received (the
+/// TaskManager's commit lease), task metrics carry the partition request retries, a
+/// registering TaskManager lists the finished partitions it holds
+/// ([`TaskManagerRegistration::held_partitions`]), for batch job recovery, job summaries carry
+/// start, end, duration and tasks by state, and a client may ask for one job's summary.
+/// Version 7: the welcome carries the leader's fencing token (high availability).
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
 
 /// The first frame a connecting peer sends (after the fixed prefix).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
     /// The shared secret, when the JobManager requires one.
     pub token: Option<String>,
     /// Who connects.
     pub role: Role,
+}
+
+impl std::fmt::Debug for Hello {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret itself never shows.
+        f.debug_struct("Hello")
+            .field("token", &self.token.as_ref().map(|_| "******"))
+            .field("role", &self.role)
+            .finish()
+    }
 }
 
 /// Who is connecting.
@@ -67,6 +82,26 @@ pub struct TaskManagerRegistration {
     pub data_address: SocketAddr,
     /// Its operating-system process id, for operators (and for `conflux cluster`'s kill fault).
     pub pid: u32,
+    /// The finished BLOCKING partitions it holds (kept from an earlier JobManager, which died):
+    /// a JobManager that recovers their job marks finished the producers whose partitions are
+    /// all still held (FLIP-383); the others are released at registration.
+    pub held_partitions: Vec<HeldPartition>,
+}
+
+/// A finished partition a TaskManager holds: its job, the partition, and the attempt that
+/// produced it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HeldPartition {
+    /// The job.
+    pub job: JobId,
+    /// The intermediate result (data set index).
+    pub result: u32,
+    /// The partition number (the producer's subtask).
+    pub partition: u32,
+    /// The producer's execution vertex index.
+    pub vertex: u32,
+    /// The producer's attempt number.
+    pub attempt: u32,
 }
 
 /// The JobManager's answer to a [`Hello`].
@@ -215,6 +250,10 @@ pub struct TaskMetrics {
     /// subpartition: what the adaptive batch scheduler decides from (Flink's
     /// `ResultPartitionBytes`). Empty when not measured.
     pub produced_bytes: Vec<Vec<u64>>,
+    /// Partition requests it tried again (a connection to a producer's data server after a
+    /// failed one, a pipelined partition asked for again), under the back-off of Flink's
+    /// `taskmanager.network.request-backoff.*`; sent with every final state, FAILED included.
+    pub partition_request_retries: u64,
 }
 
 /// JobManager to TaskManager.
@@ -224,6 +263,10 @@ pub enum ToTaskManager {
     HeartbeatRequest {
         /// Sequence number of the request.
         seq: u64,
+        /// The sequence number of the last answer the JobManager received from this
+        /// TaskManager (`None` before the first): the TaskManager's commit lease runs from when
+        /// it sent that answer.
+        answered: Option<u64>,
     },
     /// Run a task (Flink's `submitTask`): the TDD as [`conflux_deploy::encode_tdd`] wrote it.
     /// Answered with [`ToJobManager::SubmitAcknowledged`].
@@ -440,18 +483,55 @@ pub enum ClientRequest {
     Cancel(JobId),
     /// Wait for a job to end; answered with [`ClientResponse::Report`] (as JSON).
     Wait(JobId),
+    /// One job's summary; answered with [`ClientResponse::Job`] (or an error for a job the
+    /// JobManager does not know). O(job vertices), never the whole job table.
+    Status(JobId),
 }
 
-/// One job as `list` shows it.
+/// One job as `list` and `status` show it (the fields of Flink's `JobDetails`, which
+/// `/jobs/overview` lists).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobSummary {
     /// Its id.
     pub job: JobId,
     /// Its name.
     pub name: String,
-    /// `QUEUED` (waiting for the job before it), or a [`JobStatus`](conflux_scheduler::JobStatus)
-    /// name.
+    /// `QUEUED` (waiting for the job before it), else its status as the REST API shows it:
+    /// one of Flink's `JobStatus` names (`CREATED`, `RUNNING`, `RESTARTING` while tasks wait
+    /// out a restart delay, `FAILING`, `CANCELLING`, then `FINISHED`, `FAILED` or `CANCELED`).
     pub status: String,
+    /// When it was submitted, epoch ms (Flink's `start-time`).
+    pub start_ms: i64,
+    /// When it ended, epoch ms; -1 while it has not (Flink's `end-time`).
+    pub end_ms: i64,
+    /// Its end (or the JobManager's now, while it runs) minus its start, ms (Flink's
+    /// `duration`).
+    pub duration_ms: i64,
+    /// Its tasks per state, in the order of Flink's `ExecutionState` (`CREATED`, `SCHEDULED`,
+    /// `DEPLOYING`, `RUNNING`, `FINISHED`, `CANCELING`, `CANCELED`, `FAILED`, `RECONCILING`,
+    /// `INITIALIZING`), as the REST view last published them.
+    pub tasks: [u32; 10],
+}
+
+impl JobSummary {
+    /// Whether the job ended: `FINISHED`, `FAILED`, `CANCELED` (or `SUSPENDED`), Flink's
+    /// globally terminal states.
+    pub fn ended(&self) -> bool {
+        matches!(
+            self.status.as_str(),
+            "FINISHED" | "FAILED" | "CANCELED" | "SUSPENDED"
+        )
+    }
+
+    /// Its tasks, all states together.
+    pub fn total_tasks(&self) -> u64 {
+        self.tasks.iter().map(|&n| u64::from(n)).sum()
+    }
+
+    /// Its finished tasks.
+    pub fn finished_tasks(&self) -> u32 {
+        self.tasks[4]
+    }
 }
 
 /// The JobManager's answer to a client.
@@ -467,4 +547,6 @@ pub enum ClientResponse {
     Report(String),
     /// The request failed, and why.
     Error(String),
+    /// One job's summary.
+    Job(JobSummary),
 }

@@ -7,6 +7,7 @@
 //! them). Tasks run on tokio; loading their input gates (blob fetch and decode) runs on one
 //! loader thread.
 
+mod commit_lease;
 mod data_server;
 mod gate_loader;
 mod metrics_server;
@@ -174,7 +175,7 @@ impl TaskManager {
         let counters = Arc::new(Counters::default());
         let metrics = Arc::new(TaskManagerMetrics::new());
         // Stopped when `run` returns or is dropped.
-        let _metrics_server = match config.metrics_address {
+        let metrics_server = match config.metrics_address {
             Some(address) => Some(
                 metrics_server::start(address, Arc::clone(&metrics), Arc::clone(&counters))
                     .await
@@ -182,6 +183,19 @@ impl TaskManager {
             ),
             None => None,
         };
+        let metrics_url = metrics_server.as_ref().map_or_else(
+            || "off".to_owned(),
+            |m| format!("http://{}/metrics", m.address),
+        );
+        tracing::info!(
+            data_address = %data_address,
+            metrics = %metrics_url,
+            jobmanager = %config.jobmanager,
+            slots = config.slots,
+            "TaskManager started: data server on {data_address}, metrics {metrics_url}; \
+             registering with the JobManager at {}",
+            config.jobmanager
+        );
         let gates = GateLoader::start()
             .map_err(|e| TaskManagerError::Setup(format!("gate loader thread: {e}")))?;
         let hello = Hello {
@@ -190,6 +204,7 @@ impl TaskManager {
                 slots: config.slots,
                 data_address,
                 pid: std::process::id(),
+                held_partitions: Vec::new(),
             }),
         };
         let result = serve(
@@ -205,6 +220,7 @@ impl TaskManager {
         .await;
         // What the TaskManager made in its data directory goes with it.
         drop(data_server);
+        drop(metrics_server);
         partitions.release_all();
         result
     }
@@ -231,15 +247,34 @@ async fn serve(
     let outer_config = config;
     // The highest fencing token seen (high availability): a JobManager below it is deposed.
     let mut highest_token = 0u64;
+    // Since when it has had no JobManager while holding partitions (a session lost): past
+    // `partitions_kept_without_jobmanager_ms` they are released.
+    let mut without_jobmanager: Option<std::time::Instant> = None;
+    let kept = Duration::from_millis(outer_config.partitions_kept_without_jobmanager_ms);
     loop {
+        if let Some(since) = without_jobmanager {
+            if since.elapsed() >= kept {
+                let released = partitions.release_jobs_except(&[]);
+                tracing::info!(
+                    jobs = released,
+                    "no JobManager for {} ms: released the partitions kept for a recovery",
+                    kept.as_millis()
+                );
+                without_jobmanager = None;
+            }
+        }
+        // Under high availability: the leader ZooKeeper publishes, waited for (waking to
+        // release the kept partitions when that time comes first).
         let (session_config, leader_token) = match &outer_config.leader {
             None => (outer_config.clone(), None),
             Some(leader) => {
                 let mut leader = leader.clone();
+                let release_at = without_jobmanager.map(|since| since + kept);
                 let info = tokio::select! {
                     info = leader.wait_for(|l| l.as_ref().is_some_and(|l| l.fencing_token >= highest_token)) => {
                         info.ok().and_then(|i| i.clone())
                     }
+                    () = sleep_until(release_at) => continue,
                     () = &mut shutdown => return Ok(()),
                 };
                 let Some(info) = info else {
@@ -252,8 +287,13 @@ async fn serve(
             }
         };
         let config = &session_config;
+        // Before the hello: the JobManager registers this TaskManager (and starts its heartbeat
+        // timeout) later.
+        let registering_since = std::time::Instant::now();
+        // The registration lists the finished partitions held now (batch job recovery).
+        let hello = with_held_partitions(hello, partitions.held_blocking());
         let attempt = tokio::select! {
-            attempt = connect(&config.jobmanager, hello, config.max_frame_bytes, timeout) => attempt,
+            attempt = connect(&config.jobmanager, &hello, config.max_frame_bytes, timeout) => attempt,
             // A leader that stopped answering was replaced: register with the new one.
             () = leader_other_than(&config.leader, leader_token) => continue,
             () = &mut shutdown => return Ok(()),
@@ -276,6 +316,7 @@ async fn serve(
                 // Another leader published: this session ends and the TaskManager follows.
                 let moved = leader_other_than(&config.leader, welcome.fencing_token);
                 tokio::pin!(moved);
+                without_jobmanager = None;
                 backoff = config.retry_interval_ms.max(1);
                 if let Some((attempts, took)) = log.succeeded(std::time::Instant::now()) {
                     tracing::info!(
@@ -284,11 +325,27 @@ async fn serve(
                         took.as_secs()
                     );
                 }
+                let heartbeat_timeout = Duration::from_millis(
+                    config
+                        .heartbeat_timeout_ms
+                        .unwrap_or(welcome.heartbeat_timeout_ms)
+                        .max(1),
+                );
                 let wordcount = WordCountContext {
                     shared: Arc::clone(&shared),
                     partitions: Arc::clone(&partitions),
                     token: config.token.clone(),
-                    welcome_timeout: Duration::from_millis(config.connect_timeout_ms.max(1)),
+                    welcome_timeout: Duration::from_millis(
+                        config.partition_request_timeout_ms.max(1),
+                    ),
+                    backoff: (
+                        Duration::from_millis(config.partition_request_backoff_initial_ms),
+                        Duration::from_millis(config.partition_request_backoff_max_ms),
+                    ),
+                    lease: Arc::new(commit_lease::CommitLease::new(
+                        heartbeat_timeout,
+                        registering_since,
+                    )),
                 };
                 let end = session(
                     conn,
@@ -307,7 +364,8 @@ async fn serve(
                         tracing::info!(jobmanager = %config.jobmanager, "disconnected by the JobManager ({reason}); registering again")
                     }
                     SessionEnd::Lost(reason) => {
-                        tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again")
+                        without_jobmanager = Some(std::time::Instant::now());
+                        tracing::warn!(jobmanager = %config.jobmanager, "JobManager lost ({reason}); registering again, keeping finished partitions for {} ms", config.partitions_kept_without_jobmanager_ms)
                     }
                     SessionEnd::Shutdown => return Ok(()),
                 }
@@ -364,6 +422,23 @@ async fn leader_other_than(
         }
         _ => std::future::pending::<()>().await,
     }
+}
+
+/// Resolves at `at`; never for `None`.
+async fn sleep_until(at: Option<std::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending::<()>().await,
+    }
+}
+
+/// `hello` with `held` as its registration's held partitions.
+fn with_held_partitions(hello: &Hello, held: Vec<crate::protocol::HeldPartition>) -> Hello {
+    let mut hello = hello.clone();
+    if let Role::TaskManager(registration) = &mut hello.role {
+        registration.held_partitions = held;
+    }
+    hello
 }
 
 /// Refusals retrying cannot fix.
@@ -488,7 +563,9 @@ async fn session(
         };
         frame += 1;
         match message {
-            ToTaskManager::HeartbeatRequest { seq } => {
+            ToTaskManager::HeartbeatRequest { seq, answered } => {
+                ctx.wordcount.lease.acknowledged(answered);
+                ctx.wordcount.lease.answer_sent(seq);
                 let answer = ToJobManager::HeartbeatResponse {
                     seq,
                     stats: ctx.stats(),
@@ -703,7 +780,9 @@ async fn heartbeat_connection(
             Err(e) => break heartbeat_end_reason(&e, timeout),
         };
         match decode(&body, peer, frame, "heartbeat request") {
-            Ok(ToTaskManager::HeartbeatRequest { seq }) => {
+            Ok(ToTaskManager::HeartbeatRequest { seq, answered }) => {
+                ctx.wordcount.lease.acknowledged(answered);
+                ctx.wordcount.lease.answer_sent(seq);
                 let answer = ToJobManager::HeartbeatResponse {
                     seq,
                     stats: ctx.stats(),

@@ -284,6 +284,9 @@ pub enum SchedulerError {
         /// What does not fit.
         reason: String,
     },
+    /// Finished executions can be restored only before the job starts.
+    #[error("cannot restore finished executions: the job is already {0}")]
+    RestoreAfterStart(&'static str),
     /// A bug: a region was scheduled while not all its vertices were CREATED.
     #[error("bug: trying to schedule region {} which is not in CREATED state", .0 .0)]
     RegionNotCreated(PipelinedRegionIndex),

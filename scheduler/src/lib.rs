@@ -13,7 +13,7 @@
 //! failure handling over the failover strategy and the restart back-off (with the restart
 //! strategy chosen from Flink's options), speculative execution
 //! of slow tasks in batch jobs (Flink's `SpeculativeScheduler`; off by default), and the trace
-//! digest.
+//! digest, and batch job recovery (restoring finished executions before the start, FLIP-383).
 
 mod adaptive;
 pub mod api;
@@ -23,6 +23,7 @@ mod failure_handling;
 mod input_info_store;
 mod memory_estimate;
 mod partition_release;
+mod recovery;
 mod restart_backoff;
 mod restart_options;
 mod scheduler;
@@ -40,6 +41,7 @@ pub use api::{
 };
 pub use failover_strategy::{tasks_to_restart, FailoverStrategy, PartitionAvailability};
 pub use memory_estimate::JobMemoryEstimate;
+pub use recovery::RestoredExecution;
 pub use restart_backoff::{RestartStrategy, FLINK_MAX_ATTEMPTS};
 pub use restart_options::{
     RestartOption, RestartOptionsError, RestartStrategyOptions, RestartStrategyType,

@@ -51,7 +51,7 @@ pub struct Scheduler {
     pub(crate) topology: SchedulingTopology,
     /// The regions scheduled at `Start` (found by [`SchedulingTopology::source_regions`] when
     /// the scheduler is built; taken, so empty after `Start`).
-    source_regions: Vec<PipelinedRegionIndex>,
+    pub(crate) source_regions: Vec<PipelinedRegionIndex>,
     pub(crate) config: SchedulerConfig,
     pub(crate) status: JobStatus,
     pub(crate) failure_reason: Option<String>,
@@ -130,6 +130,8 @@ pub struct Scheduler {
     /// Every execution state change since the driver last took them, when it asked for them
     /// (`transitions.rs`).
     pub(crate) transitions: Option<Vec<StateTransition>>,
+    /// Regions restored finished before `Start` (`recovery.rs`).
+    pub(crate) restored_regions: u32,
 }
 
 impl std::fmt::Debug for Scheduler {
@@ -228,6 +230,7 @@ impl Scheduler {
             adaptive: None,
             speculative,
             transitions: None,
+            restored_regions: 0,
             graph,
             regions,
         }
@@ -393,8 +396,13 @@ impl Scheduler {
             Event::Start => {
                 if self.status == JobStatus::Created {
                     self.set_status(JobStatus::Running, None);
-                    let sources = std::mem::take(&mut self.source_regions);
-                    self.maybe_schedule_regions(ScheduleRun::of_regions(sources, now_ms))?;
+                    if self.unfinished_vertices == 0 {
+                        // Every vertex was restored finished (`recovery.rs`).
+                        self.set_status(JobStatus::Finished, None);
+                    } else {
+                        let candidates = self.start_candidates();
+                        self.maybe_schedule_regions(ScheduleRun::of_regions(candidates, now_ms))?;
+                    }
                 }
             }
             Event::TaskManagerRegistered { location, slots } => {

@@ -9,10 +9,16 @@
 //!   failover, and the seeded small job graphs the scheduler and simulator tests draw.
 //! - [`json_shape`]: JSON documents compared key by key and type by type with Flink 1.20.3's
 //!   captured REST answers (`fixtures/flink-rest/`).
+//! - [`hosts`]: several test hosts on one machine (network namespaces on a bridge), the
+//!   processes started inside them, and network faults (loss, cuts, rate limits, delay).
+//! - [`host_cluster`]: a Conflux JobManager and TaskManagers started on such hosts, each
+//!   bound to and advertising its own address.
 //! - [`CountingAllocator`]: a global allocator counting live and peak heap bytes, for benches
 //!   and memory tests.
 
 mod counting_alloc;
+pub mod host_cluster;
+pub mod hosts;
 pub mod job_graphs;
 pub mod json_shape;
 pub mod reference;

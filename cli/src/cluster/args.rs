@@ -13,7 +13,9 @@ use conflux_runtime::protocol::JobOptions;
 use conflux_runtime::{JobHistory, JobManagerConfig, RpcFaults, TaskManagerConfig};
 
 use super::paths::{check_utf8, check_writable, Utf8Path};
+use crate::settings::ConfigArgs;
 use crate::speculative::{check_slowdown, SpeculativeArgs, SpeculativeOptionsArgs};
+use crate::token::TokenArgs;
 use crate::{Failure, Format, LoadArgs};
 
 /// Heartbeat flags (Flink's `heartbeat.interval` and `heartbeat.timeout`).
@@ -157,6 +159,10 @@ fn check_heartbeats(h: &HeartbeatArgs) -> Result<(), Failure> {
 /// `conflux jobmanager`.
 #[derive(clap::Args)]
 pub(crate) struct JobManagerArgs {
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
+
     /// Listen address for TaskManagers and clients (Flink's port 6123).
     #[arg(help_heading = crate::headings::SERVER, long, default_value = "127.0.0.1:6123")]
     pub(crate) address: SocketAddr,
@@ -167,9 +173,8 @@ pub(crate) struct JobManagerArgs {
     /// The blob server's storage directory (default: a temporary directory, removed at exit).
     #[arg(help_heading = crate::headings::STORAGE, long, value_parser = Utf8Path)]
     pub(crate) blob_dir: Option<PathBuf>,
-    /// Shared secret TaskManagers and clients must present.
-    #[arg(help_heading = crate::headings::SERVER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Connections accepted at once.
     #[arg(help_heading = crate::headings::SERVER, long, default_value_t = DEFAULT_MAX_CONNECTIONS as u64, value_parser = clap::value_parser!(u64).range(1..=65_536))]
     pub(crate) max_connections: u64,
@@ -180,6 +185,11 @@ pub(crate) struct JobManagerArgs {
     /// Port of the REST API (Flink's `rest.port`); 0 picks a free port, printed at start.
     #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 8081)]
     pub(crate) rest_port: u16,
+    /// Serve Flink's web dashboard from DIR at `/` beside the REST API: the `web/` folder of
+    /// Flink 1.20's flink-dist jar (`unzip flink-dist-1.20.3.jar 'web/*'`). Default: Conflux's
+    /// live job view.
+    #[arg(help_heading = crate::headings::SERVER, long, value_name = "DIR", value_parser = Utf8Path)]
+    pub(crate) web_ui_dir: Option<PathBuf>,
     /// Seed of injected RPC drops.
     #[arg(help_heading = crate::headings::FAULTS, long, default_value_t = 0)]
     pub(crate) seed: u64,
@@ -195,11 +205,30 @@ pub(crate) struct JobManagerArgs {
     pub(crate) speculative: SpeculativeOptionsArgs,
     #[command(flatten)]
     pub(crate) ha: crate::ha::HaArgs,
-    /// Where a leader stores submitted jobs under high availability; ZooKeeper holds pointers
-    /// to them (Flink's `high-availability.storageDir`). Every JobManager of a cluster id must
-    /// see the same directory (a shared file system across hosts).
+    /// Where submitted jobs, their results and their event logs are kept (Flink's
+    /// `high-availability.storageDir`): a JobManager started on it recovers every job that has
+    /// not ended, keeping the finished tasks whose partitions TaskManagers still hold (batch
+    /// jobs). Under high availability (required then) the leader keeps them in its cluster
+    /// id's subdirectory, which every JobManager of the cluster must see (a shared file system
+    /// across hosts), with pointers in ZooKeeper. Default: nothing is kept.
     #[arg(help_heading = crate::headings::HIGH_AVAILABILITY, long, value_parser = Utf8Path)]
     pub(crate) ha_storage_dir: Option<PathBuf>,
+    /// How long a recovered job waits for the TaskManagers that held its finished partitions
+    /// to register again, ms (Flink's
+    /// `execution.batch.job-recovery.previous-worker.recovery.timeout`, 30 s).
+    #[arg(help_heading = crate::headings::STORAGE, long, default_value_t = conflux_runtime::config::DEFAULT_JOB_RECOVERY_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    pub(crate) previous_worker_recovery_timeout_ms: u64,
+    #[command(flatten)]
+    pub(crate) settings: ConfigArgs,
+}
+
+/// A flag that the command line or the configuration must give.
+fn required<T>(value: Option<T>, flag: &str, key: &str) -> Result<T, Failure> {
+    value.ok_or_else(|| {
+        Failure::input(anyhow!(
+            "{flag} (or {key} in the configuration) is required"
+        ))
+    })
 }
 
 /// Where the REST API binds: `host` (a name or an IP; default `default_ip`) and `port`.
@@ -277,7 +306,8 @@ impl JobManagerArgs {
             self.seed,
         )?;
         config.advertised_host = self.advertised_address.as_deref().map(host_of);
-        config.rpc.token.clone_from(&self.token);
+        config.rpc.token = self.token.token()?;
+        config.configuration.clone_from(&self.settings.effective);
         config.max_connections = usize::try_from(self.max_connections).unwrap_or(65_536);
         config.scheduler.speculative = self.speculative.options()?;
         config.rest_address = Some(rest_address(
@@ -285,6 +315,9 @@ impl JobManagerArgs {
             self.address.ip(),
             self.rest_port,
         )?);
+        config.web_ui_dir.clone_from(&self.web_ui_dir);
+        config.storage_dir.clone_from(&self.ha_storage_dir);
+        config.job_recovery_timeout_ms = self.previous_worker_recovery_timeout_ms;
         Ok(config)
     }
 }
@@ -292,14 +325,18 @@ impl JobManagerArgs {
 /// `conflux taskmanager`.
 #[derive(clap::Args)]
 pub(crate) struct TaskManagerArgs {
-    /// The JobManager's HOST:PORT (without high availability).
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
+    /// The JobManager's HOST:PORT (required here or as `jobmanager.rpc.address` in the
+    /// configuration, unless high availability finds the leader).
     #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) jobmanager: Option<String>,
     #[command(flatten)]
     pub(crate) ha: crate::ha::HaArgs,
-    /// Slots offered, 1 to 65,536.
+    /// Slots offered, 1 to 65,536 (required here or as `taskmanager.numberOfTaskSlots`).
     #[arg(help_heading = crate::headings::CLUSTER, long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
-    pub(crate) slots: u32,
+    pub(crate) slots: Option<u32>,
     /// Working directory (blob cache, partitions); default: a temporary directory, removed at
     /// exit. Its partitions are deleted at exit either way.
     #[arg(help_heading = crate::headings::STORAGE, long, value_parser = Utf8Path)]
@@ -307,9 +344,8 @@ pub(crate) struct TaskManagerArgs {
     /// The IP its data server binds and advertises in ShuffleDescriptors (default 127.0.0.1).
     #[arg(help_heading = crate::headings::CLUSTER, long, default_value = "127.0.0.1")]
     pub(crate) advertised_address: std::net::IpAddr,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Without a heartbeat request for this long the JobManager is lost, ms (default: the
     /// JobManager's heartbeat timeout).
     #[arg(help_heading = crate::headings::HEARTBEATS, long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
@@ -326,10 +362,19 @@ pub(crate) struct TaskManagerArgs {
     /// Port of its Prometheus endpoint (`GET /metrics`, on `--advertised-address`); 0: none.
     #[arg(help_heading = crate::headings::SERVER, long, default_value_t = 0)]
     pub(crate) metrics_port: u16,
+    #[command(flatten)]
+    pub(crate) partition_requests: PartitionRequestArgs,
+    /// How long it keeps its finished partitions while it has no JobManager, ms, so that a
+    /// JobManager taking over finds them; past it they are released (default 90 s: Flink's
+    /// ZooKeeper session timeout plus its job recovery timeout).
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = conflux_runtime::config::DEFAULT_PARTITIONS_KEPT_WITHOUT_JOBMANAGER_MS, value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    pub(crate) partitions_kept_without_jobmanager_ms: u64,
     /// Exit when standard input closes (how `conflux cluster` makes sure no TaskManager
     /// outlives it).
     #[arg(long, hide = true)]
     pub(crate) exit_with_parent: bool,
+    #[command(flatten)]
+    pub(crate) settings: ConfigArgs,
 }
 
 impl TaskManagerArgs {
@@ -337,26 +382,67 @@ impl TaskManagerArgs {
         // Without --data-dir, `taskmanager` sets its working directory once the flags are
         // valid.
         let data_dir = self.data_dir.clone().unwrap_or_default();
-        let jobmanager = match (&self.jobmanager, self.ha.options()?) {
-            (_, Some(options)) => format!("the leader of cluster id {}", options.cluster_id),
-            (Some(address), None) => address.clone(),
-            (None, None) => {
-                return Err(Failure::input(anyhow::anyhow!(
-                    "no JobManager: give --jobmanager HOST:PORT, or --high-availability \
-                     zookeeper --zookeeper-quorum HOST:PORT to follow the leader"
-                )))
-            }
+        let jobmanager = match self.ha.options()? {
+            Some(options) => format!("the leader of cluster id {}", options.cluster_id),
+            None => required(
+                self.jobmanager.clone(),
+                "--jobmanager",
+                "jobmanager.rpc.address",
+            )?,
         };
-        let mut config = TaskManagerConfig::new(jobmanager, self.slots, data_dir);
+        let slots = required(self.slots, "--slots", "taskmanager.numberOfTaskSlots")?;
+        let mut config = TaskManagerConfig::new(jobmanager, slots, data_dir);
         config.advertised_host = self.advertised_address;
-        config.token.clone_from(&self.token);
+        config.token = self.token.token()?;
         config.heartbeat_timeout_ms = self.heartbeat_timeout_ms;
         config.data_dir_max_bytes = self.data_dir_max_bytes;
         check_slowdown(self.slowdown)?;
         config.slowdown = self.slowdown;
         config.metrics_address = (self.metrics_port != 0)
             .then(|| SocketAddr::new(self.advertised_address, self.metrics_port));
+        self.partition_requests.apply(&mut config);
+        config.partitions_kept_without_jobmanager_ms = self.partitions_kept_without_jobmanager_ms;
         Ok(config)
+    }
+}
+
+/// How a consumer asks producers for their partitions (on `taskmanager`, and on `cluster` for
+/// every TaskManager it starts), as Flink's `taskmanager.network.*` settings.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub(crate) struct PartitionRequestArgs {
+    /// How long one partition request waits for the producer's data server to accept and
+    /// welcome it, ms (Flink's `taskmanager.network.partition-request-timeout`).
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = conflux_runtime::config::DEFAULT_PARTITION_REQUEST_TIMEOUT_MS, value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub(crate) partition_request_timeout_ms: u64,
+    /// The first wait before a failed partition request is tried again, ms; it doubles per
+    /// retry up to --partition-request-backoff-max-ms, after whose retry the consumer fails with
+    /// partition-not-found; 0: no retry (Flink's `taskmanager.network.request-backoff.initial`).
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = conflux_runtime::config::DEFAULT_PARTITION_REQUEST_BACKOFF_INITIAL_MS, value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    pub(crate) partition_request_backoff_initial_ms: u64,
+    /// The longest wait between two tries of a partition request, ms (Flink's
+    /// `taskmanager.network.request-backoff.max`).
+    #[arg(help_heading = crate::headings::DATA, long, default_value_t = conflux_runtime::config::DEFAULT_PARTITION_REQUEST_BACKOFF_MAX_MS, value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
+    pub(crate) partition_request_backoff_max_ms: u64,
+}
+
+impl PartitionRequestArgs {
+    /// Sets them on a TaskManager's configuration.
+    pub(crate) fn apply(&self, config: &mut TaskManagerConfig) {
+        config.partition_request_timeout_ms = self.partition_request_timeout_ms;
+        config.partition_request_backoff_initial_ms = self.partition_request_backoff_initial_ms;
+        config.partition_request_backoff_max_ms = self.partition_request_backoff_max_ms;
+    }
+
+    /// The same flags for a `taskmanager` child.
+    pub(crate) fn to_args(self) -> [String; 6] {
+        [
+            "--partition-request-timeout-ms".to_owned(),
+            self.partition_request_timeout_ms.to_string(),
+            "--partition-request-backoff-initial-ms".to_owned(),
+            self.partition_request_backoff_initial_ms.to_string(),
+            "--partition-request-backoff-max-ms".to_owned(),
+            self.partition_request_backoff_max_ms.to_string(),
+        ]
     }
 }
 
@@ -367,14 +453,15 @@ pub(crate) struct SubmitArgs {
     pub(crate) file: PathBuf,
     #[command(flatten)]
     pub(crate) load: LoadArgs,
-    /// The JobManager's HOST:PORT (without high availability).
+    /// The JobManager's HOST:PORT (required here, in CONFLUX_JOBMANAGER or as
+    /// `jobmanager.rpc.address` in the configuration, unless high availability finds the
+    /// leader).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
     pub(crate) jobmanager: Option<String>,
     #[command(flatten)]
     pub(crate) ha: crate::ha::HaArgs,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     #[command(flatten)]
     pub(crate) job: JobArgs,
     /// Print the job id and return instead of waiting for the job's end.
@@ -383,6 +470,8 @@ pub(crate) struct SubmitArgs {
     /// Output format.
     #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
+    #[command(flatten)]
+    pub(crate) settings: ConfigArgs,
 }
 
 /// `conflux list`.
@@ -393,9 +482,18 @@ pub(crate) struct ListArgs {
     pub(crate) jobmanager: Option<String>,
     #[command(flatten)]
     pub(crate) ha: crate::ha::HaArgs,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    /// Only running jobs (and restarting, failing, cancelling ones), as Flink's `flink list -r`.
+    #[arg(short, long)]
+    pub(crate) running: bool,
+    /// Only scheduled jobs (queued or created, not started yet), as `flink list -s`.
+    #[arg(short, long)]
+    pub(crate) scheduled: bool,
+    /// Every job the JobManager keeps, ended ones included, as `flink list -a`. Without `-r`,
+    /// `-s` or `-a`: running and scheduled jobs (Flink's default).
+    #[arg(short, long)]
+    pub(crate) all: bool,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Output format.
     #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
@@ -411,9 +509,8 @@ pub(crate) struct CancelArgs {
     pub(crate) jobmanager: Option<String>,
     #[command(flatten)]
     pub(crate) ha: crate::ha::HaArgs,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
 }
 
 /// `conflux status` and `conflux wait`: one job on one JobManager.
@@ -426,9 +523,8 @@ pub(crate) struct JobQueryArgs {
     pub(crate) jobmanager: Option<String>,
     #[command(flatten)]
     pub(crate) ha: crate::ha::HaArgs,
-    /// The JobManager's shared secret.
-    #[arg(help_heading = crate::headings::CLUSTER, long)]
-    pub(crate) token: Option<String>,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Output format.
     #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
@@ -437,6 +533,10 @@ pub(crate) struct JobQueryArgs {
 /// `conflux cluster`.
 #[derive(clap::Args)]
 pub(crate) struct ClusterArgs {
+    /// Log output.
+    #[command(flatten)]
+    pub(crate) log: crate::logging::LogArgs,
+
     /// Job graph JSON or Flink JSON plan (`-` for standard input).
     pub(crate) file: PathBuf,
     #[command(flatten)]
@@ -463,9 +563,13 @@ pub(crate) struct ClusterArgs {
     pub(crate) speculative: SpeculativeArgs,
     #[command(flatten)]
     pub(crate) heartbeat: HeartbeatArgs,
+    #[command(flatten)]
+    pub(crate) token: TokenArgs,
     /// Per-TaskManager quota of partition files, bytes (each child's `--data-dir-max-bytes`).
     #[arg(help_heading = crate::headings::DATA, long)]
     pub(crate) data_dir_max_bytes: Option<u64>,
+    #[command(flatten)]
+    pub(crate) partition_requests: PartitionRequestArgs,
     /// After the job, compare the sinks' files in `--output-dir` with the counts computed from
     /// the seeds alone (word count jobs); a wrong output exits 1.
     #[arg(help_heading = crate::headings::DATA, long, requires = "output_dir")]
@@ -473,6 +577,8 @@ pub(crate) struct ClusterArgs {
     /// Output format.
     #[arg(help_heading = crate::headings::OUTPUT, long, value_enum, default_value_t = Format::Text)]
     pub(crate) format: Format,
+    #[command(flatten)]
+    pub(crate) settings: ConfigArgs,
 }
 
 impl ClusterArgs {

@@ -142,6 +142,8 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
         args.job.seed,
     )?;
     config.scheduler.speculative = args.speculative.options()?;
+    config.configuration.clone_from(&args.settings.effective);
+    config.rpc.token = args.token.token()?;
     // Checked before anything starts.
     args.slowdown_of(0)?;
     let jm = JobManager::start(config).await.map_err(Failure::input)?;
@@ -179,10 +181,25 @@ async fn run_on(
     let exe = std::env::current_exe()
         .context("finding the conflux executable")
         .map_err(Failure::Work)?;
+    let token = args.token.token()?;
     for i in 0..args.task_managers {
         let slowdown = args.slowdown_of(i)?;
-        let child = taskmanager_command(&exe)
-            .arg("taskmanager")
+        let mut command = taskmanager_command(&exe);
+        // A TaskManager daemon logs at INFO by default; as children of one run they only warn,
+        // unless RUST_LOG says otherwise (it is inherited).
+        if std::env::var_os("RUST_LOG").is_none() {
+            command.env("RUST_LOG", "warn");
+        }
+        // The secret goes in the child's environment: its command line is visible to `ps`.
+        command.env_remove(crate::token::TOKEN_ENV);
+        if let Some(token) = &token {
+            command.env(crate::token::TOKEN_ENV, token);
+        }
+        command.arg("taskmanager");
+        if args.log.log_format == crate::logging::LogFormat::Json {
+            command.args(["--log-format", "json"]);
+        }
+        let child = command
             .arg("--jobmanager")
             .arg(jm.address().to_string())
             .arg("--slots")
@@ -190,6 +207,7 @@ async fn run_on(
             .arg("--data-dir")
             .arg(work.join(format!("tm-{i}")))
             .arg("--exit-with-parent")
+            .args(args.partition_requests.to_args())
             .args(
                 (slowdown > 1.0)
                     .then(|| ["--slowdown".to_owned(), slowdown.to_string()])

@@ -37,16 +37,40 @@ impl Proc {
         stdin_piped: bool,
         tmpdir: Option<&Path>,
     ) -> Proc {
+        Proc::spawn(name, args, dir, stdin_piped, tmpdir, Some("info"))
+    }
+
+    /// [`Proc::start`] without `RUST_LOG`: the command's own default log level.
+    pub(crate) fn start_without_rust_log(
+        name: &str,
+        args: &[&str],
+        dir: &Path,
+        stdin_piped: bool,
+    ) -> Proc {
+        Proc::spawn(name, args, dir, stdin_piped, None, None)
+    }
+
+    fn spawn(
+        name: &str,
+        args: &[&str],
+        dir: &Path,
+        stdin_piped: bool,
+        tmpdir: Option<&Path>,
+        rust_log: Option<&str>,
+    ) -> Proc {
         let log = dir.join(format!("{name}.log"));
         let out = dir.join(format!("{name}.out"));
         let mut command = Command::new(env!("CARGO_BIN_EXE_conflux"));
         if let Some(tmpdir) = tmpdir {
             command.env("TMPDIR", tmpdir);
         }
+        match rust_log {
+            Some(filter) => command.env("RUST_LOG", filter),
+            None => command.env_remove("RUST_LOG"),
+        };
         let child = command
             .args(args)
             .current_dir(repo())
-            .env("RUST_LOG", "info")
             .stdin(if stdin_piped {
                 Stdio::piped()
             } else {
@@ -256,11 +280,11 @@ pub(crate) fn start_taskmanager(name: &str, jobmanager: &str, slots: u32, dir: &
     )
 }
 
-/// `conflux list --format json`: (job_id, status) of every job.
+/// `conflux list -a --format json`: (job_id, status) of every job.
 pub(crate) fn list(jobmanager: &str, dir: &Path) -> Vec<(String, String)> {
     let (status, stdout, stderr) = run_bounded(
         "list",
-        &["list", "--jobmanager", jobmanager, "--format", "json"],
+        &["list", "-a", "--jobmanager", jobmanager, "--format", "json"],
         dir,
         Duration::from_secs(10),
     );
@@ -687,9 +711,15 @@ fn submit_list_and_cancel_through_the_cli() {
         Duration::from_secs(10),
     );
     assert!(status.success(), "{stderr}");
-    assert_eq!(
-        stdout,
-        format!("{job_id}  RUNNING    word count 2 x 2 (blocking)\n")
+    // Id, state, start time (UTC), duration, finished/total tasks, name.
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("{job_id}  RUNNING     20")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("    0/4  word count 2 x 2 (blocking)\n"),
+        "{stdout}"
     );
 
     let (status, stdout, stderr) = run_bounded(
@@ -705,6 +735,43 @@ fn submit_list_and_cancel_through_the_cli() {
         assert!(Instant::now() < deadline, "the job is not cancelled");
         std::thread::sleep(Duration::from_millis(50));
     }
+    // As Flink's `flink list`: running and scheduled jobs by default, ended ones with -a.
+    for (flags, expected) in [
+        (
+            &[][..],
+            "no running or scheduled jobs (1 in all: `list -a` shows them)\n",
+        ),
+        (
+            &["-r"][..],
+            "no running jobs (1 in all: `list -a` shows them)\n",
+        ),
+        (
+            &["-s"][..],
+            "no scheduled jobs (1 in all: `list -a` shows them)\n",
+        ),
+    ] {
+        let mut args = vec!["list", "--jobmanager", &address];
+        args.extend(flags);
+        let (status, stdout, stderr) =
+            run_bounded("list-ended", &args, dir.path(), Duration::from_secs(10));
+        assert!(status.success(), "{stderr}");
+        assert_eq!(stdout, expected, "{flags:?}");
+    }
+    let (status, stdout, stderr) = run_bounded(
+        "list-all",
+        &["list", "-a", "--jobmanager", &address],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(
+        stdout.starts_with(&format!("{job_id}  CANCELED    20")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with("    0/4  word count 2 x 2 (blocking)\n"),
+        "{stdout}"
+    );
     // Bad and unknown ids are input errors (exit 2).
     for (id, message) in [
         ("xyz", "is not a job id"),
@@ -1542,8 +1609,14 @@ fn status_and_wait_follow_a_detached_job() {
     );
     assert!(status.success(), "{stderr}");
     let word = stdout.split_whitespace().next().unwrap_or_default();
-    assert!(["QUEUED", "RUNNING"].contains(&word), "{stdout}");
-    assert_eq!(stdout, format!("{word}  {job_id}  {name}\n"));
+    assert!(["QUEUED", "CREATED", "RUNNING"].contains(&word), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!("{word}  {job_id}  {name}  tasks ")),
+        "{stdout}"
+    );
+    for part in ["/4 finished (", "  started 20", "Z  duration "] {
+        assert!(stdout.contains(part), "{part} missing: {stdout}");
+    }
 
     let (status, stdout, stderr) = run_bounded(
         "wait",
@@ -1583,7 +1656,9 @@ fn status_and_wait_follow_a_detached_job() {
     );
     assert!(status.success(), "{stderr}");
     assert!(
-        stdout.starts_with(&format!("FINISHED  {job_id}  {name}  4 tasks  ")),
+        stdout.starts_with(&format!(
+            "FINISHED  {job_id}  {name}  tasks 4/4 finished (FINISHED 4)  started 20"
+        )),
         "{stdout}"
     );
     let (status, stdout, stderr) = run_bounded(
@@ -1604,6 +1679,17 @@ fn status_and_wait_follow_a_detached_job() {
     assert_eq!(shown["status"], "FINISHED", "{shown}");
     assert_eq!(shown["name"], name, "{shown}");
     assert_eq!(shown["report"], report, "the report wait printed");
+    assert_eq!(shown["tasks"]["FINISHED"], 4, "{shown}");
+    assert_eq!(shown["tasks"]["RUNNING"], 0, "{shown}");
+    assert_eq!(shown["tasks_total"], 4, "{shown}");
+    assert_eq!(shown["tasks_finished"], 4, "{shown}");
+    let (start, end) = (
+        u64_at(&shown, "start_time_ms"),
+        u64_at(&shown, "end_time_ms"),
+    );
+    // Four tasks of 2 s, two at a time.
+    assert!(end >= start + 4_000, "{shown}");
+    assert_eq!(u64_at(&shown, "duration_ms"), end - start, "{shown}");
 
     // CONFLUX_JOBMANAGER stands for --jobmanager; cancelling an ended job is a failure.
     let mut cancel = Command::new(env!("CARGO_BIN_EXE_conflux"))
@@ -1657,4 +1743,199 @@ fn status_and_wait_follow_a_detached_job() {
     }
     tm.kill();
     jm.kill();
+}
+
+/// While tasks wait out a restart delay, the job is RESTARTING (Flink's `DefaultScheduler`), in
+/// `status` as in the REST view it reads, and RUNNING again once they were restarted.
+#[test]
+fn status_shows_restarting_while_a_lost_task_manager_s_tasks_wait_for_their_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 2, "blocking");
+    let blobs = dir.path().join("blobs");
+    let mut jm = Proc::start(
+        "jm",
+        &[
+            "jobmanager",
+            "--rest-port",
+            "0",
+            "--address",
+            "127.0.0.1:0",
+            "--blob-dir",
+            blobs.to_str().expect("utf-8"),
+            "--heartbeat-interval-ms",
+            "100",
+            "--heartbeat-timeout-ms",
+            "500",
+            "--restart-strategy",
+            "fixed-delay",
+            "--restart-attempts",
+            "5",
+            "--restart-delay-ms",
+            "3000",
+        ],
+        dir.path(),
+        false,
+    );
+    let log = jm.wait_for_log("JobManager listening on ", 1, Duration::from_secs(10));
+    let address = log
+        .split("JobManager listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("an address")
+        .to_owned();
+    let mut lost = start_taskmanager("tm-lost", &address, 1, dir.path());
+    let mut kept = start_taskmanager("tm-kept", &address, 1, dir.path());
+    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    let (status, stdout, stderr) = run_bounded(
+        "submit",
+        &[
+            "submit",
+            &file,
+            "--jobmanager",
+            &address,
+            "--detached",
+            "--task-duration-ms",
+            "60000",
+        ],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    let job_id = stdout.trim().to_owned();
+    let state = |name: &str| -> Value {
+        let (status, stdout, stderr) = run_bounded(
+            name,
+            &[
+                "status",
+                &job_id,
+                "--jobmanager",
+                &address,
+                "--format",
+                "json",
+            ],
+            dir.path(),
+            Duration::from_secs(10),
+        );
+        assert!(status.success(), "{stderr}");
+        json(&stdout, &stderr)
+    };
+    let wait_for = |wanted: &str, limit: Duration| -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let shown = state("status");
+            if shown["status"] == wanted {
+                return shown;
+            }
+            assert!(Instant::now() < deadline, "not {wanted}: {shown}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let running = wait_for("RUNNING", Duration::from_secs(10));
+    assert_eq!(running["tasks_total"], 4, "{running}");
+    lost.kill();
+    // Lost after 500 ms without heartbeats; its task waits 3 s for its restart.
+    let restarting = wait_for("RESTARTING", Duration::from_secs(5));
+    assert_eq!(restarting["tasks_finished"], 0, "{restarting}");
+    wait_for("RUNNING", Duration::from_secs(10));
+    jm.wait_for_log(
+        "switched from state RUNNING to RESTARTING.",
+        1,
+        Duration::from_secs(1),
+    );
+    jm.wait_for_log(
+        "switched from state RESTARTING to RUNNING.",
+        1,
+        Duration::from_secs(1),
+    );
+    let (status, _, stderr) = run_bounded(
+        "cancel",
+        &["cancel", &job_id, "--jobmanager", &address],
+        dir.path(),
+        Duration::from_secs(10),
+    );
+    assert!(status.success(), "{stderr}");
+    kept.kill();
+    jm.kill();
+}
+
+/// Attached `submit` draws a progress bar of finished tasks when stderr is a terminal (under
+/// script(1), which gives it one) and nothing of it when stderr is a file.
+#[test]
+fn attached_submit_shows_progress_on_a_terminal_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = word_count(dir.path(), 2, "blocking");
+    let (mut jm, address) = start_jobmanager("jm", "127.0.0.1:0", dir.path());
+    let _tm = start_taskmanager("tm", &address, 2, dir.path());
+    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    let submit = format!(
+        "{} submit {file} --jobmanager {address} --task-duration-ms 600",
+        env!("CARGO_BIN_EXE_conflux")
+    );
+    let (status, _, stderr) = run_bounded(
+        "submit-piped",
+        &[
+            "submit",
+            &file,
+            "--jobmanager",
+            &address,
+            "--task-duration-ms",
+            "300",
+        ],
+        dir.path(),
+        Duration::from_secs(20),
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(!stderr.contains("tasks finished"), "{stderr}");
+    let Ok(out) = Command::new("script")
+        .args(["-qec", &submit, "/dev/null"])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+    else {
+        println!("no script(1): the terminal half is not run");
+        return;
+    };
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{shown}");
+    assert!(shown.contains("tasks finished"), "{shown}");
+    assert!(shown.contains("status: FINISHED"), "{shown}");
+}
+
+/// `scripts/rest-latency.py` (the README's REST measurement) runs against the built binary on
+/// a small job and prints every figure it promises.
+#[test]
+fn the_rest_latency_script_measures_a_small_cluster_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Ok(out) = Command::new("python3")
+        .arg(repo().join("scripts/rest-latency.py"))
+        .args([
+            "--conflux",
+            env!("CARGO_BIN_EXE_conflux"),
+            "--parallelism",
+            "20",
+            "--task-managers",
+            "2",
+            "--task-duration-ms",
+            "400..500",
+        ])
+        .env("TMPDIR", dir.path())
+        .env_remove("RUST_LOG")
+        .output()
+    else {
+        println!("no python3: the script is not run");
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for part in [
+        "job: 20 x 20 blocking word count, 40 tasks, 2 TaskManagers: FINISHED",
+        "GET /jobs/overview at 20/s while the job ran: ",
+        "errors: none",
+        "GET /jobs/:jobid (gzip): 5 samples",
+        "GET /jobs/:jobid/vertices/:vid (gzip): 5 samples",
+        "JobManager's longest scheduler handler call: ",
+    ] {
+        assert!(stdout.contains(part), "{part} missing:\n{stdout}\n{stderr}");
+    }
 }

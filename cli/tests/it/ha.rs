@@ -30,7 +30,7 @@ fn ha_flags<'a>(quorum: &'a str, cluster: &'a str) -> Vec<&'a str> {
         quorum,
         "--cluster-id",
         cluster,
-        "--zookeeper-session-timeout",
+        "--zookeeper-session-timeout-ms",
         "2000",
     ]
 }
@@ -104,7 +104,7 @@ fn wait(job: &str, quorum: &str, cluster: &str, dir: &Path) -> serde_json::Value
 
 /// `conflux list` on the leader of `cluster`: the jobs' ids.
 fn list(quorum: &str, cluster: &str, dir: &Path) -> Vec<String> {
-    let mut args = vec!["list", "--format", "json"];
+    let mut args = vec!["list", "--all", "--format", "json"];
     args.extend(ha_flags(quorum, cluster));
     let (status, stdout, stderr) = run_bounded("list", &args, dir, Duration::from_secs(20));
     assert!(status.success(), "{stderr}");
@@ -143,7 +143,7 @@ fn a_killed_leader_is_followed_and_its_job_recovered_and_finished() {
         tm.wait_for_log("registered", 1, Duration::from_secs(20));
     }
     let id = submit(&job, &q, "c1", dir.path());
-    jm1.wait_for_log("job running", 1, Duration::from_secs(20));
+    jm1.wait_for_log("Starting execution of job", 1, Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(500));
     jm1.signal("KILL");
     jm1.kill();
@@ -189,7 +189,7 @@ fn a_leader_cut_off_from_zookeeper_stops_acting_before_the_next_leads() {
     let mut tm = start_taskmanager("tm", &q, "c2", dir.path());
     tm.wait_for_log("registered", 1, Duration::from_secs(20));
     let id = submit(&job, &q, "c2", dir.path());
-    jm1.wait_for_log("job running", 1, Duration::from_secs(20));
+    jm1.wait_for_log("Starting execution of job", 1, Duration::from_secs(20));
     // Stopped past its session timeout (2 s): ZooKeeper expires it and the standby leads.
     jm1.signal("STOP");
     jm2.wait_for_log("JobManager leads cluster id c2", 1, Duration::from_secs(20));

@@ -163,3 +163,24 @@ fn help_texts_and_synopses_are_read_as_written() {
         BTreeSet::from(["--seed".to_owned(), "--quiet".to_owned()])
     );
 }
+
+/// Every configuration key has its row in the README's keys table, with its commands.
+#[test]
+fn every_configuration_key_is_in_the_readme() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).expect("README.md");
+    let mut missing = Vec::new();
+    for key in conflux_config::KEYS {
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", key.name)));
+        let commands: Vec<&str> = key.commands.iter().map(|c| c.name()).collect();
+        match row {
+            Some(row) if row.contains(&format!("| {} |", commands.join(", "))) => {}
+            _ => missing.push(key.name),
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "keys missing from (or wrong in) the README's table: {missing:?}"
+    );
+}

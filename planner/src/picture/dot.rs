@@ -23,7 +23,7 @@ fn write_dot(scene: &Scene<'_>, out: &mut String) -> std::fmt::Result {
     writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=10];")?;
     for (r, members) in scene.regions.iter().enumerate() {
         writeln!(out, "  subgraph cluster_{r} {{")?;
-        writeln!(out, "    label=\"region {r}\";")?;
+        writeln!(out, "    label=\"logical region {r}\";")?;
         writeln!(out, "    style=dashed;")?;
         for &v in members {
             let vertex = &scene.vertices[v];

@@ -20,7 +20,7 @@ fn write_mermaid(scene: &Scene<'_>, out: &mut String) -> std::fmt::Result {
     writeln!(out, "---")?;
     writeln!(out, "flowchart TB")?;
     for (r, members) in scene.regions.iter().enumerate() {
-        writeln!(out, "  subgraph r{r}[\"region {r}\"]")?;
+        writeln!(out, "  subgraph r{r}[\"logical region {r}\"]")?;
         for &v in members {
             writeln!(out, "    v{v}[\"{}\"]", text(&scene.vertices[v].label()))?;
         }

@@ -1,102 +1,114 @@
-//! SVG laid out by `layout-rs` (a layered, Graphviz-`dot`-like layout): one `<g class="vertex">`
-//! box per job vertex filled with its region's colour, one `<g class="edge">` path per job
-//! edge with its label along it. `layout-rs` has no clusters: regions are colours only.
+//! SVG of a [`Drawing`]: one `<g class="vertex">` box per job vertex filled with its logical
+//! region's colour (its name wrapped in lines, the whole name as its `<title>`), one
+//! `<g class="edge">` polyline per job edge, and the edge labels in the boxes the layout
+//! reserved for them (above [`MAX_PLACED_LABELS`](super::drawing::MAX_PLACED_LABELS) edges, as
+//! the edges' `<title>`s only). O(V + E + the routes' points).
 
-use layout::backends::svg::SVGWriter;
-use layout::core::base::Orientation;
-use layout::core::color::Color;
-use layout::core::style::StyleAttr;
-use layout::std_shapes::render::get_shape_size;
-use layout::std_shapes::shapes::{Arrow, Element, ShapeKind};
-use layout::topo::layout::VisualGraph;
+use std::fmt::Write as _;
 
-use super::{region_colour, PictureError, Scene, MAX_SVG_VERTICES};
+use super::drawing::{Drawing, LABEL_FONT, LINE, VERTEX_FONT};
+use super::layout::Point;
+use super::{region_colour, Scene};
 
-/// Font size of vertex labels, px; edge labels are smaller.
-const VERTEX_FONT: usize = 14;
-const EDGE_FONT: usize = 11;
-
-/// Above this many job vertices plus job edges, `layout-rs`'s optimisation passes (rank
-/// optimisation and crossing reduction, about quadratic in the laid-out elements and 80 % of its
-/// time: about 0.3 s for 100 vertices and 270 edges) are skipped: boxes keep their longest-path
-/// ranks and their order within a rank, so a large plan may show more crossings but is drawn in
-/// tens of milliseconds.
-pub(super) const MAX_OPTIMISED_ELEMENTS: usize = 200;
-
-/// The scene laid out as SVG. The layout is superlinear in V + E (placement over the ranks, and
-/// the optimisation passes up to [`MAX_OPTIMISED_ELEMENTS`]); refused above
-/// [`MAX_SVG_VERTICES`].
-pub(super) fn render(scene: &Scene<'_>) -> Result<String, PictureError> {
-    let (vertices, edges) = (scene.vertices.len(), scene.edges.len());
-    if vertices > MAX_SVG_VERTICES {
-        return Err(PictureError::TooLarge {
-            vertices,
-            limit: MAX_SVG_VERTICES,
-        });
-    }
-    let mut graph = VisualGraph::new(Orientation::TopToBottom);
-    let handles: Vec<_> = scene
-        .vertices
-        .iter()
-        .map(|v| {
-            let shape = ShapeKind::new_box(&v.label());
-            let look = StyleAttr::new(
-                Color::fast("black"),
-                1,
-                Some(Color::fast(region_colour(v.region))),
-                6,
-                VERTEX_FONT,
+/// The drawing as a standalone SVG document.
+pub(super) fn render(scene: &Scene<'_>, drawing: &Drawing) -> String {
+    let mut out = String::with_capacity(512 + 400 * (drawing.vertices.len() + drawing.edges.len()));
+    let (w, h) = (drawing.width.ceil(), drawing.height.ceil());
+    let _ = writeln!(
+        out,
+        r##"<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="Helvetica, Arial, sans-serif">
+<title>{}</title>
+<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#555"/></marker></defs>"##,
+        text(scene.title)
+    );
+    for (e, line) in scene.edges.iter().zip(&drawing.edges) {
+        let blocking = e.result_partition_type.starts_with("blocking");
+        let _ = write!(
+            out,
+            r##"<g class="edge" data-index="{}"><title>{}</title><path d="{}" fill="none" stroke="#555" stroke-width="1.2"{} marker-end="url(#arrow)"/>"##,
+            line.index,
+            text(&line.label.join(" · ")),
+            path(&line.points),
+            if blocking {
+                r#" stroke-dasharray="5 3""#
+            } else {
+                ""
+            }
+        );
+        if let Some(r) = &line.label_rect {
+            let _ = write!(
+                out,
+                r##"<text class="edge-label" font-size="{LABEL_FONT}" fill="#333" text-anchor="middle" paint-order="stroke" stroke="#fff" stroke-width="3">"##
             );
-            let size = get_shape_size(Orientation::TopToBottom, &shape, VERTEX_FONT, false);
-            let properties = format!(
-                "class=\"vertex\" data-id=\"{}\" data-region=\"{}\"",
-                attribute(v.id),
-                v.region
-            );
-            graph.add_node(Element::create_with_properties(
-                shape,
-                look,
-                Orientation::TopToBottom,
-                size,
-                properties,
-            ))
-        })
-        .collect();
-    // Edges go in by source in topological order: layout-rs turns each edge around when its
-    // target already reaches its source, by a walk that is exponential in the paths from the
-    // target; added this way, the target has no successors yet.
-    let mut order: Vec<usize> = (0..scene.edges.len()).collect();
-    order.sort_by_key(|&i| (scene.edges[i].source, scene.edges[i].target));
-    for i in order {
-        let e = &scene.edges[i];
-        let mut arrow =
-            Arrow::simple_with_properties(&e.label(), format!("class=\"edge\" data-index=\"{i}\""));
-        arrow.look = StyleAttr::new(Color::fast("black"), 1, None, 0, EDGE_FONT);
-        graph.add_edge(arrow, handles[e.source], handles[e.target]);
+            let step = LABEL_FONT + 3.0;
+            let top = r.y + (r.height - step * line.label.len() as f64) / 2.0 + LABEL_FONT;
+            for (k, l) in line.label.iter().enumerate() {
+                let _ = write!(
+                    out,
+                    r#"<tspan x="{:.1}" y="{:.1}">{}</tspan>"#,
+                    r.x + r.width / 2.0,
+                    top + k as f64 * step,
+                    text(l)
+                );
+            }
+            out.push_str("</text>");
+        }
+        out.push_str("</g>\n");
     }
-    // Its validation re-checks the whole DAG after every change by that same exponential walk
-    // (minutes at 200 vertices); a job graph is a validated DAG already.
-    graph.dag.set_validate(false);
-    let optimise = vertices + edges <= MAX_OPTIMISED_ELEMENTS;
-    // layout-rs asserts its invariants; a failure there must not take a service thread down.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || {
-        let mut svg = SVGWriter::new();
-        graph.do_it(false, !optimise, false, &mut svg);
-        svg.finalize()
-    }))
-    .map_err(|payload| PictureError::Layout {
-        vertices,
-        edges,
-        reason: payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_owned()),
-    })
+    for (v, b) in scene.vertices.iter().zip(&drawing.vertices) {
+        let r = &b.rect;
+        let _ = write!(
+            out,
+            r##"<g class="vertex" data-id="{}" data-region="{}"><title>{}</title><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" rx="4" fill="{}" stroke="#33415c"/><text font-size="{VERTEX_FONT}" fill="#1d2330">"##,
+            text(v.id),
+            v.region,
+            text(&v.title()),
+            r.x,
+            r.y,
+            r.width,
+            r.height,
+            region_colour(v.region),
+        );
+        for (k, l) in b.lines.iter().enumerate() {
+            let _ = write!(
+                out,
+                r#"<tspan x="{:.1}" y="{:.1}">{}</tspan>"#,
+                r.x + 8.0,
+                r.y + 18.0 + k as f64 * LINE,
+                text(l)
+            );
+        }
+        let _ = write!(
+            out,
+            r#"<tspan x="{:.1}" y="{:.1}" font-weight="bold">{}</tspan></text></g>"#,
+            r.x + 8.0,
+            r.y + 18.0 + b.lines.len() as f64 * LINE,
+            text(&v.detail())
+        );
+        out.push('\n');
+    }
+    out.push_str("</svg>\n");
+    out
 }
 
-/// `s` for a double-quoted XML attribute value.
-fn attribute(s: &str) -> String {
+/// An SVG path through `points`.
+fn path(points: &[Point]) -> String {
+    let mut d = String::with_capacity(16 * points.len());
+    for (i, p) in points.iter().enumerate() {
+        let _ = write!(
+            d,
+            "{}{:.1},{:.1}",
+            if i == 0 { "M" } else { " L" },
+            p.x,
+            p.y
+        );
+    }
+    d
+}
+
+/// `s` escaped for XML text and double-quoted attribute values.
+fn text(s: &str) -> String {
     let mut a = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -105,6 +117,7 @@ fn attribute(s: &str) -> String {
             '>' => a.push_str("&gt;"),
             '"' => a.push_str("&quot;"),
             '\n' => a.push_str("&#10;"),
+            c if c.is_control() => {}
             c => a.push(c),
         }
     }

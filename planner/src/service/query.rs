@@ -159,7 +159,7 @@ fn required<'a>(key: &str, value: &'a Option<String>) -> Result<&'a str, ApiErro
 }
 
 /// A whole-number parameter, when given.
-fn whole_number(key: &str, value: Option<&str>) -> Result<Option<u32>, ApiError> {
+pub(super) fn whole_number(key: &str, value: Option<&str>) -> Result<Option<u32>, ApiError> {
     value
         .map(|v| {
             v.parse::<u32>().map_err(|_| {

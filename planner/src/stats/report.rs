@@ -37,6 +37,10 @@ pub struct PlanStats {
     pub edges: Vec<EdgeStats>,
     /// What could be cheaper, with the edit that does it where there is one.
     pub suggestions: Vec<Suggestion>,
+    /// Figures no TaskManager can hold (a subtask requiring more network memory than a
+    /// TaskManager of Flink's shipped configuration has), each naming the options that change
+    /// it; empty when there are none.
+    pub flags: Vec<ResourceFlag>,
     /// Ids of the vertices of undecided parallelism (`-1`), counted at their estimate
     /// (`StatsConfig::default_parallelism`); absent
     /// from the JSON when there are none.
@@ -138,4 +142,19 @@ pub struct Effect {
     pub buffer_bytes_after: u64,
     /// The difference.
     pub buffer_bytes_saved: u64,
+}
+
+/// A figure of the plan that cannot work as it is, with what changes it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ResourceFlag {
+    /// What is flagged: `subtask_network_memory` (one subtask's required network buffers).
+    pub kind: String,
+    /// The job vertex, by id, when the figure is one vertex's.
+    pub vertex: Option<String>,
+    /// The figure, bytes.
+    pub bytes: u64,
+    /// The limit it exceeds, bytes (a TaskManager's network memory).
+    pub limit_bytes: u64,
+    /// One sentence: the figure, the limit, and the Flink options that change either.
+    pub message: String,
 }

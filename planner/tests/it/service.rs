@@ -643,3 +643,27 @@ fn http_edits_take_vertex_names() {
     });
     drop(service);
 }
+
+/// The service serves Conflux's live job view (from `conflux-web`) beside its own page, which
+/// stays the plan viewer's.
+#[test]
+fn the_live_job_view_is_served_beside_the_plan_viewer() {
+    let service = start(1 << 20);
+    let ask = |path: &str| {
+        raw_request(
+            service.addr(),
+            format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+        )
+        .expect("an answer")
+    };
+    let page = ask("/conflux/live.html");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("<title>Conflux JobManager</title>"), "{page}");
+    let script = ask("/conflux/live.js");
+    assert!(
+        script.contains("content-type: text/javascript") && script.contains("/jobs/overview"),
+        "{script}"
+    );
+    let index = ask("/");
+    assert!(index.contains("assets/app.js"), "{index}");
+}

@@ -221,3 +221,39 @@ fn stateful_suggestions() {
     );
     assert_eq!((after.channels, after.stateful_operators), (4, 1));
 }
+
+/// A chain a -> b -> c, all-to-all at parallelism 2,000, of result partition type `kind`.
+fn chain_2000(kind: &str) -> PlanStats {
+    let json = plan(&format!(
+        r#"{{"job_type": "streaming", "vertices": [{{"id": "a", "parallelism": 2000}}, {{"id": "b", "parallelism": 2000}}, {{"id": "c", "parallelism": 2000}}],
+            "edges": [{{"source": "a", "target": "b", "distribution_pattern": "all_to_all", "result_partition_type": "{kind}"}},
+                      {{"source": "b", "target": "c", "distribution_pattern": "all_to_all", "result_partition_type": "{kind}"}}]}}"#
+    ));
+    PlanStats::compute(&json, &StatsConfig::default()).expect("stats")
+}
+
+#[test]
+fn a_subtask_beyond_a_taskmanagers_network_memory_is_flagged() {
+    // Pipelined: a gate of 2,000 channels requires its whole target, 2,000 x 2 + 8 = 4,008
+    // buffers; a partition of 2,000 subpartitions requires 2,001. One subtask of b has both:
+    // 6,009 x 32 KiB = 196,902,912 bytes > 128 MiB. a (2,001 buffers) and c (4,008 buffers,
+    // 131,334,144 bytes) fit.
+    let s = chain_2000("pipelined_bounded");
+    assert_eq!(s.flags.len(), 1, "{:?}", s.flags);
+    let f = &s.flags[0];
+    assert_eq!(f.kind, "subtask_network_memory");
+    assert_eq!(f.vertex.as_deref(), Some("b"));
+    assert_eq!(f.bytes, 6_009 * 32_768);
+    assert_eq!(f.limit_bytes, 128 * 1024 * 1024);
+    assert!(
+        f.message.starts_with(
+            "one subtask of vertex 'b' requires 188 MiB of network buffers, more than a TaskManager's 128 MiB"
+        ) && f.message.contains("taskmanager.memory.network.fraction")
+            && f.message.contains("taskmanager.network.memory.buffers-per-channel"),
+        "{}",
+        f.message
+    );
+    // Blocking: a batch gate requires at most 1,000 buffers and a sort-shuffle partition 512:
+    // 1,512 x 32 KiB per subtask of b, nothing flagged.
+    assert!(chain_2000("blocking").flags.is_empty());
+}

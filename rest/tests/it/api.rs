@@ -343,3 +343,86 @@ fn the_openapi_document_lists_every_endpoint_and_metrics_are_text() {
         .starts_with("application/openmetrics-text"));
     assert!(metrics.body.contains("flink_jobmanager_numRunningJobs"));
 }
+
+#[test]
+fn the_dashboards_extra_endpoints_answer_flinks_way() {
+    let server = Server::start(FakeBackend::four_jobs());
+    for prefix in ["", "/v1"] {
+        let p = |path: &str| format!("{prefix}{path}");
+        for (id, k) in [(RUNNING, "RUN"), (FINISHED, "FIN")] {
+            let config = get(&server, &p(&format!("/jobs/{id}/config"))).json();
+            assert_shape(&config, &format!("jobconfig_{k}.json"));
+            assert_eq!(config["jid"], id);
+            assert_eq!(config["execution-config"]["execution-mode"], "PIPELINED");
+            assert_eq!(config["execution-config"]["job-parallelism"], -1);
+            let job = get(&server, &p(&format!("/jobs/{id}"))).json();
+            assert_eq!(config["name"], job["name"]);
+            for vertex in job["vertices"].as_array().unwrap() {
+                let vid = vertex["id"].as_str().unwrap();
+                let acc = get(
+                    &server,
+                    &p(&format!("/jobs/{id}/vertices/{vid}/accumulators")),
+                );
+                assert_shape(
+                    &acc.json(),
+                    "vacc_RUN_cbc357ccb763df2852fee8c4fc7d55f2.json",
+                );
+                assert_eq!(acc.json()["id"], vid);
+                for path in [
+                    "metrics",
+                    "metrics?get=0.numRecordsIn,0.busyTimeMsPerSecond",
+                    "subtasks/metrics?get=busyTimeMsPerSecond&agg=max",
+                    "watermarks",
+                ] {
+                    let answer = get(&server, &p(&format!("/jobs/{id}/vertices/{vid}/{path}")));
+                    assert_eq!(answer.json(), serde_json::json!([]), "{path}");
+                }
+            }
+            for path in ["checkpoints", "checkpoints/config"] {
+                let answer = call(
+                    reqwest::Method::GET,
+                    &server.url(&p(&format!("/jobs/{id}/{path}"))),
+                );
+                assert_eq!(answer.status, 404, "{path}");
+                assert!(
+                    answer.json()["errors"][0]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("Checkpointing"),
+                    "{}",
+                    answer.body
+                );
+            }
+        }
+        assert_eq!(
+            get(
+                &server,
+                &p("/taskmanagers/tm0/metrics?get=Status.JVM.CPU.Load")
+            )
+            .json(),
+            serde_json::json!([])
+        );
+        assert_eq!(
+            get(&server, &p("/jobmanager/metrics")).json(),
+            serde_json::json!([])
+        );
+        // Unknown jobs, vertices and TaskManagers are Flink's 404s, bad ids 400.
+        for (path, status) in [
+            ("/jobs/ffffffffffffffffffffffffffffffff/config", 404),
+            ("/jobs/zzz/config", 400),
+            ("/jobs/ffffffffffffffffffffffffffffffff/checkpoints", 404),
+            (
+                format!("/jobs/{RUNNING}/vertices/{RUNNING}/metrics").as_str(),
+                404,
+            ),
+            (
+                format!("/jobs/{RUNNING}/vertices/zzz/watermarks").as_str(),
+                400,
+            ),
+            ("/taskmanagers/tm999/metrics", 404),
+        ] {
+            let answer = call(reqwest::Method::GET, &server.url(&p(path)));
+            assert_eq!(answer.status, status, "{path}: {}", answer.body);
+        }
+    }
+}

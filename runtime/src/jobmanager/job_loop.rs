@@ -14,6 +14,8 @@
 //! word count job ends, its output directory gets a `_SUCCESS` marker if it FINISHED, and none
 //! otherwise.
 
+mod event_log;
+mod restore;
 mod speculative;
 mod submissions;
 mod task_spec;
@@ -171,6 +173,14 @@ pub(crate) struct LoopContext<'a> {
     pub(crate) metrics: &'a JobManagerMetrics,
     /// The job table, whose view of the job is replaced when it starts.
     pub(crate) jobs: &'a Jobs,
+    /// The storage directory, where each job's event log is kept (none: no log).
+    pub(crate) store: Option<&'a conflux_job_store::StorageDir>,
+    /// Under high availability, the leader's lease: the event log is written only while it
+    /// holds.
+    pub(crate) lease: Option<conflux_ha::LeaseHandle>,
+    /// How long a recovered job waits for the TaskManagers that held its finished partitions,
+    /// ms (Flink's `execution.batch.job-recovery.previous-worker.recovery.timeout`).
+    pub(crate) recovery_timeout_ms: u64,
 }
 
 const NO_TASK_MANAGER: u32 = u32::MAX;
@@ -198,6 +208,8 @@ struct JobRun<'a> {
     queue: VecDeque<Pending>,
     tasks_deployed: u64,
     rpc_timeouts: u64,
+    /// Partition requests the job's tasks tried again (as their final states reported).
+    partition_request_retries: u64,
     max_stall: Duration,
     /// The most thread CPU time one scheduler call used.
     max_cpu: Duration,
@@ -212,6 +224,8 @@ struct JobRun<'a> {
     /// The cause of the last failure of any kind (a task's, a lost TaskManager, a timeout),
     /// logged with the restart it leads to.
     last_failure: Option<String>,
+    /// The job's event log (with a storage directory).
+    event_log: Option<event_log::JobEventLog>,
 }
 
 /// What the loop keeps of a prepared job besides its scheduler.
@@ -245,6 +259,8 @@ pub(crate) fn run_job(
         submitted,
         execution_vertices,
         submitted_ms,
+        secret,
+        recovery,
         ..
     } = job;
     let job_name = name.clone();
@@ -258,13 +274,25 @@ pub(crate) fn run_job(
         seed,
         ..JobReport::default()
     };
-    let secret = match Secret::random() {
+    let secret = match secret.map_or_else(Secret::random, Ok) {
         Ok(secret) => secret,
         Err(e) => {
             return failed(format!(
                 "no data secret: the system's random generator failed: {e}"
             ))
         }
+    };
+    // A recovered job whose event log cannot be read fails, naming the file.
+    let (recovered, replay_ms) = match recovery {
+        Some(recovery) => match recovery.state {
+            Ok(state) => (Some(state), Some(recovery.replay_ms)),
+            Err(reason) => {
+                let mut report = failed(reason);
+                report.recovery_replay_ms = Some(recovery.replay_ms);
+                return report;
+            }
+        },
+        None => (None, None),
     };
     let output = options.output_dir.clone();
     if let Some(dir) = &output {
@@ -328,6 +356,7 @@ pub(crate) fn run_job(
         queue: VecDeque::new(),
         tasks_deployed: 0,
         rpc_timeouts: 0,
+        partition_request_retries: 0,
         max_stall: Duration::ZERO,
         max_cpu: Duration::ZERO,
         first_submission: None,
@@ -336,7 +365,26 @@ pub(crate) fn run_job(
         last_task_failure: None,
         view,
         last_failure: None,
+        event_log: None,
     };
+    // Batch job recovery: the finished executions whose partitions are still held are
+    // restored before the start; the log starts again from what was restored.
+    let tasks_recovered = recovered.map(|state| run.restore(state));
+    if let Some(store) = ctx.store {
+        let mut kept = conflux_job_store::RecoveredJob::default();
+        if tasks_recovered.is_some_and(|n| n > 0) {
+            for v in 0..run.scheduler.graph().num_execution_vertices() {
+                let v = ExecutionVertexIndex(v);
+                if run.scheduler.state(v) == ExecutionState::Finished {
+                    if let Some(event) = run.logged_finish(v, Vec::new()) {
+                        kept.apply(&event);
+                    }
+                }
+            }
+        }
+        run.event_log =
+            event_log::JobEventLog::open(store, &id.to_string(), kept, ctx.lease.clone());
+    }
     {
         // Registering as the current job and listing the TaskManagers happen under one lock, so
         // that no registration or loss falls between them.
@@ -358,6 +406,11 @@ pub(crate) fn run_job(
     let counters_before = ctx.registry.lock().counters;
     run.push(Event::Start);
     run.drive(events);
+    if let Some(log) = run.event_log.take() {
+        if let Some(bytes) = log.close() {
+            tracing::debug!(job = %run.job.id, bytes, "event log closed");
+        }
+    }
     run.view.after_call(&mut run.scheduler);
     run.view.publish(&run.scheduler, true);
     let job = &run.job;
@@ -439,6 +492,8 @@ pub(crate) fn run_job(
         task_managers_lost: counters.lost - counters_before.lost,
         heartbeat_timeouts: Some(counters.heartbeat_timeouts - counters_before.heartbeat_timeouts),
         rpc_timeouts: Some(run.rpc_timeouts),
+        re_registrations: Some(counters.re_registrations - counters_before.re_registrations),
+        partition_request_retries: Some(run.partition_request_retries),
         max_heartbeat_rtt_ms: counters.max_rtt_ms,
         descriptors: descriptors_report(offload_rule, &run.factory.stats()),
         blob_fetches: task_managers.iter().map(|t| t.blob_fetches).sum(),
@@ -454,6 +509,8 @@ pub(crate) fn run_job(
         ),
         adaptive: adaptive_report(&run.scheduler, estimate_reason),
         data: run.data.report(&job.tasks, &graph),
+        tasks_recovered,
+        recovery_replay_ms: replay_ms,
     }
 }
 
@@ -520,6 +577,9 @@ impl JobRun<'_> {
                 match result {
                     Ok(mut commands) => {
                         self.finish_owed_work(&mut commands);
+                        if self.event_log.is_some() {
+                            self.log_call(&event, &commands);
+                        }
                         self.apply(commands);
                         self.speculative
                             .follow(&self.scheduler, &mut self.deployed_on);
@@ -559,8 +619,11 @@ impl JobRun<'_> {
             .into_iter()
             .flatten()
             .min();
-            // About to wait: what the REST API shows catches up.
+            // About to wait: what the REST API shows catches up, the event log is written.
             self.view.publish(&self.scheduler, true);
+            if let Some(log) = &mut self.event_log {
+                log.flush();
+            }
             let received = match deadline {
                 Some(at) => events.recv_timeout(Duration::from_millis(at.saturating_sub(now))),
                 None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -800,6 +863,7 @@ impl JobRun<'_> {
             } => {
                 if job == self.job.id {
                     self.answered(from, attempt);
+                    self.partition_request_retries += metrics.partition_request_retries;
                 }
                 if !self.is_from_owner(from, job, attempt) {
                     return None;

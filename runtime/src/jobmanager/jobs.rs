@@ -47,6 +47,11 @@ pub(crate) struct QueuedJob {
     pub(crate) submitted_ms: i64,
     /// What the REST API shows of it while it waits.
     pub(crate) view: Arc<JobView>,
+    /// Its data secret, when it was chosen before the job runs (a job kept in the storage
+    /// directory keeps it); `None`: one is drawn when it starts.
+    pub(crate) secret: Option<crate::secret::Secret>,
+    /// A job recovered from the storage directory: its replayed event log.
+    pub(crate) recovery: Option<crate::jobmanager::recovery::JobRecovery>,
 }
 
 /// Where a job is in its life.
@@ -134,6 +139,29 @@ impl Table {
         };
         drop(job);
         self.end(id, report, history);
+    }
+}
+
+/// A job's summary at `now_ms`, from its table entry and its view's latest snapshot: a running
+/// job shows the status the REST API shows (RESTARTING, FAILING, ... as the job loop
+/// published it), not just RUNNING.
+fn summary(id: JobId, e: &JobEntry, now_ms: i64) -> JobSummary {
+    let snapshot = e.view.snapshot();
+    let status = match e.phase {
+        Phase::Running(_) => snapshot.status.as_str().to_owned(),
+        Phase::Queued(_) | Phase::Ended => e.status.clone(),
+    };
+    let start_ms = snapshot.start_ms();
+    let end_ms = snapshot.end_ms();
+    let duration_ms = if end_ms >= 0 { end_ms } else { now_ms } - start_ms;
+    JobSummary {
+        job: id,
+        name: e.name.clone(),
+        status,
+        start_ms,
+        end_ms,
+        duration_ms: duration_ms.max(0),
+        tasks: snapshot.task_counts(),
     }
 }
 
@@ -248,21 +276,27 @@ impl Jobs {
         }
     }
 
-    /// The jobs in submission order: queued, running, and the history.
+    /// The jobs in submission order: queued, running, and the history. O(jobs x job
+    /// vertices).
     pub(crate) fn list(&self) -> Vec<JobSummary> {
         let mut table = self.lock();
         table.expire(self.history);
+        let now = conflux_rest::now_ms();
         table
             .order
             .values()
-            .filter_map(|id| {
-                table.entries.get(id).map(|e| JobSummary {
-                    job: *id,
-                    name: e.name.clone(),
-                    status: e.status.clone(),
-                })
-            })
+            .filter_map(|id| table.entries.get(id).map(|e| summary(*id, e, now)))
             .collect()
+    }
+
+    /// One job's summary (`None`: unknown, or gone from the history). O(job vertices).
+    pub(crate) fn summary(&self, id: JobId) -> Option<JobSummary> {
+        let mut table = self.lock();
+        table.expire(self.history);
+        table
+            .entries
+            .get(&id)
+            .map(|e| summary(id, e, conflux_rest::now_ms()))
     }
 
     /// Every job's view, in submission order.
@@ -390,6 +424,8 @@ mod tests {
             submitted: Instant::now(),
             graph_bytes,
             execution_vertices: 2,
+            secret: None,
+            recovery: None,
         }
     }
 
@@ -485,9 +521,11 @@ mod tests {
         let (_running, _sender, events) = jobs.next().unwrap();
         jobs.close();
         assert!(matches!(events.try_recv(), Ok(LoopEvent::Cancel)));
+        // A running job shows its view's status; its loop never started here, so no execution
+        // graph view was published: Flink's CREATED.
         assert_eq!(
             statuses(&jobs),
-            [(1, "RUNNING".to_owned()), (2, "CANCELED".to_owned())]
+            [(1, "CREATED".to_owned()), (2, "CANCELED".to_owned())]
         );
         assert!(jobs.next().is_none());
         assert!(matches!(

@@ -90,10 +90,16 @@ pub(crate) struct Registered {
     /// Wakes the connection's reader so that it closes the socket when the TaskManager is lost.
     pub(crate) closed: Arc<Notify>,
     pub(crate) last_answer: Instant,
+    /// The sequence number of its last heartbeat answer received (`None` before the first),
+    /// sent with every request (the TaskManager's commit lease runs from that answer).
+    pub(crate) last_answered_seq: Option<u64>,
     heartbeats_sent: HashMap<u64, Instant>,
     /// The TaskManager's heartbeat connection, once it has opened one; until then heartbeats go
     /// on the main connection, ahead of queued task messages.
     heartbeat_channel: Option<(mpsc::UnboundedSender<Bytes>, Arc<Notify>)>,
+    /// The finished partitions of recovered jobs it held when it registered (batch job
+    /// recovery reads them when the job starts).
+    pub(crate) held: Vec<crate::protocol::HeldPartition>,
 }
 
 impl Registered {
@@ -130,6 +136,9 @@ pub(crate) struct TaskManagerRecord {
 pub(crate) struct HeartbeatCounters {
     pub(crate) lost: u64,
     pub(crate) heartbeat_timeouts: u64,
+    /// Registrations of a TaskManager process that had registered before (the same process id
+    /// and data IP), after the JobManager lost it or it lost the JobManager.
+    pub(crate) re_registrations: u64,
     /// Longest round trip since the current job started, ms; `None` while none was measured.
     pub(crate) max_rtt_ms: Option<f64>,
 }
@@ -140,6 +149,8 @@ pub(crate) struct RegistryState {
     pub(crate) alive: BTreeMap<TaskManagerId, Registered>,
     pub(crate) records: BTreeMap<TaskManagerId, TaskManagerRecord>,
     pub(crate) counters: HeartbeatCounters,
+    /// The data IP of every TaskManager that ever registered, to tell a re-registration.
+    data_ips: BTreeMap<TaskManagerId, std::net::IpAddr>,
     /// The running job's event loop.
     pub(crate) current_job: Option<Sender<LoopEvent>>,
     heartbeat_seq: u64,
@@ -170,6 +181,7 @@ impl Registry {
     }
 
     /// Adds a TaskManager and tells the running job. Returns its id.
+    #[allow(clippy::too_many_arguments)] // one registration's parts, as the handshake gives them
     pub(crate) fn register(
         &self,
         slots: u32,
@@ -178,9 +190,21 @@ impl Registry {
         secret: Secret,
         outbox: Outbox,
         closed: Arc<Notify>,
+        held: Vec<crate::protocol::HeldPartition>,
     ) -> TaskManagerId {
         let mut state = self.lock();
+        let again = state.records.iter().any(|(earlier, record)| {
+            record.pid == pid
+                && state
+                    .data_ips
+                    .get(earlier)
+                    .is_some_and(|ip| *ip == data_address.ip())
+        });
+        if again {
+            state.counters.re_registrations += 1;
+        }
         let id = TaskManagerId(state.next_id);
+        state.data_ips.insert(id, data_address.ip());
         state.next_id += 1;
         let location = TaskManagerLocation { id, data_address };
         state.alive.insert(
@@ -192,8 +216,10 @@ impl Registry {
                 outbox,
                 closed,
                 last_answer: Instant::now(),
+                last_answered_seq: None,
                 heartbeats_sent: HashMap::new(),
                 heartbeat_channel: None,
+                held,
             },
         );
         state.records.insert(
@@ -241,6 +267,7 @@ impl Registry {
         let mut rtt_ms = None;
         if let Some(entry) = state.alive.get_mut(&id) {
             entry.last_answer = now;
+            entry.last_answered_seq = Some(entry.last_answered_seq.map_or(seq, |s| s.max(seq)));
             if let Some(sent) = entry.heartbeats_sent.remove(&seq) {
                 rtt_ms = Some(now.duration_since(sent).as_secs_f64() * 1e3);
             }
@@ -312,7 +339,10 @@ impl Registry {
                 expired.push(*id);
                 continue;
             }
-            let request = ToTaskManager::HeartbeatRequest { seq };
+            let request = ToTaskManager::HeartbeatRequest {
+                seq,
+                answered: entry.last_answered_seq,
+            };
             let on_channel = entry
                 .heartbeat_channel
                 .as_ref()

@@ -142,6 +142,14 @@ impl RestBackend for JobManagerRest {
                 blob.local_addr().port().to_string(),
             ));
         }
+        // The CLI's effective configuration, where the JobManager has not said better (the
+        // bound addresses above win over the configured ones).
+        for (key, value) in &c.configuration {
+            if !entries.iter().any(|(k, _)| k == key) {
+                entries.push((key.clone(), value.clone()));
+            }
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
         entries
     }
 

@@ -175,6 +175,26 @@ pub(crate) fn job_status(s: conflux_scheduler::JobStatus) -> conflux_rest::JobSt
     }
 }
 
+/// Logs a job's status change at INFO in the words of Flink's `DefaultExecutionGraph`
+/// ("Job NAME (ID) switched from state RUNNING to FINISHED.").
+pub(crate) fn log_job_state(
+    view: &JobView,
+    from: conflux_rest::JobStatus,
+    to: conflux_rest::JobStatus,
+) {
+    let info = view.info();
+    tracing::info!(
+        job = %info.id,
+        from = from.as_str(),
+        to = to.as_str(),
+        "Job {} ({}) switched from state {} to {}.",
+        info.name,
+        info.id,
+        from.as_str(),
+        to.as_str()
+    );
+}
+
 /// Records the end of a job whose event loop did not record it (cancelled while queued, or
 /// failed before it started): every task that did not end takes the job's end, the job its
 /// status (`CANCELED` or `FAILED`, with `reason`). O(N) once.
@@ -198,6 +218,7 @@ pub(crate) fn ended_outside_the_loop(view: &Arc<JobView>, status: &str, reason: 
             conflux_rest::ExecutionState::Canceled,
         ),
     };
+    let before = recorder.status();
     if job_status == conflux_rest::JobStatus::Canceled {
         recorder.cancelling(now);
     }
@@ -218,5 +239,6 @@ pub(crate) fn ended_outside_the_loop(view: &Arc<JobView>, status: &str, reason: 
         recorder.job_failed(reason.unwrap_or("the job failed"), now);
     }
     recorder.set_status(job_status, now);
+    log_job_state(view, before, job_status);
     recorder.publish(0, Vec::new());
 }

@@ -18,7 +18,7 @@ use crate::connection::{
 };
 use crate::jobmanager::job_loop::LoopEvent;
 use crate::jobmanager::registry::{LossReason, Outbox, OutboxReceiver};
-use crate::jobmanager::{submit, Shared};
+use crate::jobmanager::{submit, JobManagerError, Shared};
 use crate::protocol::{
     ClientRequest, ClientResponse, HandshakeReply, Hello, Role, TaskManagerRegistration,
     ToJobManager, Welcome,
@@ -89,10 +89,9 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
             heartbeat_interval_ms: shared.config.heartbeat.interval_ms,
             heartbeat_timeout_ms: shared.config.heartbeat.timeout_ms,
             registration_secret,
-            // This JobManager recovers no job (no high availability): a registering
-            // TaskManager releases every partition it holds. A leader that recovers jobs
-            // names them here.
-            keep_jobs: Vec::new(),
+            // The jobs this JobManager recovered and still runs (none without a storage
+            // directory): a registering TaskManager releases every other job's partitions.
+            keep_jobs: shared.recovering(),
             fencing_token: shared.config.leader.as_ref().map(|l| l.fencing_token),
         })
     };
@@ -157,7 +156,12 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
                 slots,
                 data_address,
                 pid,
+                mut held_partitions,
             } = registration;
+            // Only the recovered jobs' partitions matter (the others are released), bounded
+            // by what a TaskManager can hold of them.
+            let keep = shared.recovering();
+            held_partitions.retain(|h| keep.contains(&h.job));
             // Registered before the welcome is sent: a deployment queued meanwhile waits in the
             // outbox, whose writer starts only after the welcome.
             let id = shared.registry.register(
@@ -167,6 +171,7 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
                 secret,
                 outbox,
                 Arc::clone(&closed),
+                held_partitions,
             );
             if let Err(e) = send_reply(&mut conn, &welcome(Some(id), Some(secret))).await {
                 shared.registry.lose(id, LossReason::ConnectionClosed);
@@ -360,6 +365,10 @@ async fn serve_client(
                 Err(e) => ClientResponse::Error(e.to_string()),
             },
             ClientRequest::List => ClientResponse::Jobs(shared.jobs.list()),
+            ClientRequest::Status(job) => match shared.jobs.summary(job) {
+                Some(summary) => ClientResponse::Job(summary),
+                None => ClientResponse::Error(JobManagerError::UnknownJob(job).to_string()),
+            },
             ClientRequest::Cancel(job) => match shared.jobs.cancel(job) {
                 Ok(()) => ClientResponse::Canceled(job),
                 Err(e) => ClientResponse::Error(e.to_string()),

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,10 +48,16 @@ pub(crate) struct InputSettings {
     pub(crate) token: Option<String>,
     /// Buffers per channel in flight (Flink's exclusive buffers per channel).
     pub(crate) credit: u32,
-    /// Connection attempts, and "not found" retries of pipelined channels, before failing.
+    /// Connection attempts, and "not found" retries of pipelined channels, before failing
+    /// ([`attempts_for`] derives them from Flink's back-off settings).
     pub(crate) attempts: u32,
-    /// The first back-off; it doubles per attempt.
+    /// The first back-off; it doubles per attempt, up to `max_backoff`.
     pub(crate) backoff: Duration,
+    /// The longest back-off.
+    pub(crate) max_backoff: Duration,
+    /// Counts every retry (a connection attempt after the first, a pipelined channel's request
+    /// sent again): the task's `partition_request_retries`.
+    pub(crate) retries: Arc<AtomicU64>,
     /// How long one attempt waits for the connection and the server's welcome.
     pub(crate) welcome_timeout: Duration,
 }
@@ -88,6 +95,35 @@ impl CreditReturn {
     pub(crate) fn give_back(self) {
         let _ = self.to.send(self.channel);
     }
+}
+
+/// How many tries a partition request gets under Flink's back-off
+/// (`taskmanager.network.request-backoff.initial` / `.max`): the first, then one after each
+/// wait of `initial`, `2 x initial`, ... doubling up to `max`, the last retry being the one
+/// after a wait of `max` (as Flink's `RemoteInputChannel.increaseBackoff`). An `initial` of 0
+/// tries once. E.g. Flink's defaults 100 ms / 10,000 ms: 1 + 8 tries (waits 100, 200, 400, 800,
+/// 1,600, 3,200, 6,400 and 10,000 ms).
+pub(crate) fn attempts_for(initial: Duration, max: Duration) -> u32 {
+    if initial.is_zero() {
+        return 1;
+    }
+    let mut attempts = 1u32;
+    let mut wait = initial;
+    loop {
+        attempts += 1;
+        if wait >= max || attempts >= 64 {
+            return attempts;
+        }
+        wait = (wait * 2).min(max);
+    }
+}
+
+/// The wait before retry `n` (1 for the first retry): `initial x 2^(n-1)`, at most `max`.
+fn backoff_before(settings: &InputSettings, n: u32) -> Duration {
+    let doubled = settings
+        .backoff
+        .saturating_mul(1u32 << n.saturating_sub(1).min(20));
+    doubled.min(settings.max_backoff.max(settings.backoff))
 }
 
 /// Starts reading `channels`; events go to `events` until every channel ended or one failed.
@@ -168,12 +204,12 @@ async fn attempt(address: SocketAddr, settings: &InputSettings) -> Result<Framed
 
 /// Connects to a producer's data server, with retries and back-off.
 async fn connect(address: SocketAddr, settings: &InputSettings) -> Result<FramedStream, String> {
-    let mut backoff = settings.backoff;
     let mut last = String::new();
     for n in 0..settings.attempts.max(1) {
         if n > 0 {
-            tokio::time::sleep(backoff).await;
-            backoff *= 2;
+            tokio::time::sleep(backoff_before(settings, n)).await;
+            settings.retries.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(%address, retry = n, "partition request retried: connecting again after {last}");
         }
         match attempt(address, settings).await {
             Ok(conn) => return Ok(conn),
@@ -284,7 +320,8 @@ async fn read_from(
                         if !c.pipelined || retries[i] >= settings.attempts {
                             return Err((c.partition, format!("{address}: {reason}")));
                         }
-                        tokio::time::sleep(settings.backoff * (1 << retries[i].min(10))).await;
+                        tokio::time::sleep(backoff_before(settings, retries[i])).await;
+                        settings.retries.fetch_add(1, Ordering::Relaxed);
                         let frame = encode(&request(settings, channel, c)).map_err(|e| (c.partition, e.to_string()))?;
                         if sink.send(frame).await.is_err() {
                             return Err((c.partition, format!("data connection to {address} lost")));
@@ -295,4 +332,71 @@ async fn read_from(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // a panic is the wanted failure in tests
+mod tests {
+    use super::*;
+
+    /// Flink's defaults (100 ms, 10 s) give the waits 100, 200, ..., 6,400 and 10,000 ms.
+    #[test]
+    fn the_back_off_doubles_up_to_its_maximum() {
+        let ms = Duration::from_millis;
+        assert_eq!(attempts_for(ms(100), ms(10_000)), 9);
+        assert_eq!(attempts_for(ms(0), ms(10_000)), 1);
+        assert_eq!(attempts_for(ms(100), ms(100)), 2);
+        assert_eq!(attempts_for(ms(100), ms(50)), 2);
+        assert_eq!(attempts_for(ms(50), ms(800)), 6);
+        let settings = InputSettings {
+            job: JobId([0; 16]),
+            secret: Secret([0; 16]),
+            token: None,
+            credit: 1,
+            attempts: 9,
+            backoff: ms(100),
+            max_backoff: ms(10_000),
+            retries: Arc::default(),
+            welcome_timeout: ms(1),
+        };
+        let waits: Vec<Duration> = (1..9).map(|n| backoff_before(&settings, n)).collect();
+        let expected = [100, 200, 400, 800, 1_600, 3_200, 6_400, 10_000].map(ms);
+        assert_eq!(waits, expected);
+    }
+
+    /// A producer nobody listens for: every try after the first is a counted retry, and the
+    /// failure names how many tries failed.
+    #[test]
+    fn retries_are_counted_and_the_last_failure_named() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // A port that was free a moment ago: connections are refused.
+        let address = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap();
+        let ms = Duration::from_millis;
+        let settings = InputSettings {
+            job: JobId([0; 16]),
+            secret: Secret([0; 16]),
+            token: None,
+            credit: 1,
+            attempts: attempts_for(ms(1), ms(4)),
+            backoff: ms(1),
+            max_backoff: ms(4),
+            retries: Arc::default(),
+            welcome_timeout: ms(500),
+        };
+        let failure = runtime
+            .block_on(connect(address, &settings))
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            failure.starts_with(&format!("connection to {address} failed 4 times: ")),
+            "{failure}"
+        );
+        assert_eq!(settings.retries.load(Ordering::Relaxed), 3);
+    }
 }

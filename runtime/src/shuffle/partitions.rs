@@ -223,6 +223,26 @@ impl ResultPartitionManager {
         held.secrets.insert(job, secret);
     }
 
+    /// The finished BLOCKING partitions held, sorted (what a registration reports, so that a
+    /// JobManager recovering their job can keep their producers finished). O(partitions held).
+    pub(crate) fn held_blocking(&self) -> Vec<crate::protocol::HeldPartition> {
+        let held = self.lock();
+        let mut out: Vec<crate::protocol::HeldPartition> = held
+            .partitions
+            .iter()
+            .filter(|(_, (p, _))| matches!(p, Partition::Blocking(_)))
+            .map(|((job, id), _)| crate::protocol::HeldPartition {
+                job: *job,
+                result: id.result,
+                partition: id.partition,
+                vertex: id.producer.vertex,
+                attempt: id.producer.attempt,
+            })
+            .collect();
+        out.sort_unstable_by_key(|h| (h.job.0, h.result, h.partition, h.vertex, h.attempt));
+        out
+    }
+
     /// The secret of a job this TaskManager runs tasks of.
     pub(crate) fn job_secret(&self, job: JobId) -> Option<Secret> {
         self.lock().secrets.get(&job).copied()

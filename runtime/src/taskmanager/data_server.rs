@@ -765,6 +765,8 @@ mod tests {
             credit: 1,
             attempts: 2,
             backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(10),
+            retries: Arc::default(),
             welcome_timeout: Duration::from_millis(500),
         })
     }

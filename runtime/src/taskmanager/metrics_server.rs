@@ -15,6 +15,8 @@ use crate::metrics::{TaskManagerMetrics, TaskManagerTotals};
 
 /// The metrics server; stops when dropped.
 pub(crate) struct MetricsServer {
+    /// Where it listens.
+    pub(crate) address: SocketAddr,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -68,6 +70,8 @@ pub(crate) async fn start(
             let _ = stopped.await;
         },
     ));
-    tracing::info!(address = %bound, "TaskManager metrics at /metrics");
-    Ok(MetricsServer { stop: Some(stop) })
+    Ok(MetricsServer {
+        address: bound,
+        stop: Some(stop),
+    })
 }

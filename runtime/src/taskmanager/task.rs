@@ -57,12 +57,19 @@ async fn run(
         .gates
         .load(Arc::clone(&tdd), Arc::clone(&ctx.blob_cache))
         .await;
+    // The subtask index within its job vertex (the attempt names the dense execution index).
+    let subtask = match &task {
+        TaskSpec::Synthetic(t) => t.subtask,
+        TaskSpec::WordCount(t) => t.subtask,
+    };
     let loaded = match loaded {
         Ok(loaded) => {
             tracing::debug!(
+                job = %tdd.job_id,
                 vertex = %loaded.info.job_vertex_id,
-                subtask = tdd.execution_attempt.vertex,
-                "task running"
+                subtask,
+                attempt = tdd.execution_attempt.attempt,
+                "task switched from DEPLOYING to RUNNING"
             );
             loaded
         }
@@ -78,13 +85,10 @@ async fn run(
         }
     };
     report(&ctx, &tdd, TaskState::Running, TaskMetrics::default());
-    let subtask = match &task {
-        TaskSpec::Synthetic(t) => t.subtask,
-        TaskSpec::WordCount(t) => t.subtask,
-    };
     let io = ctx
         .metrics
         .task_started(tdd.job_id, labels(&ctx, &tdd, &loaded.info, subtask));
+    let retries = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let outcome = match task {
         TaskSpec::Synthetic(task) => {
             drop(io);
@@ -99,6 +103,7 @@ async fn run(
                 task,
                 job_secret,
                 io,
+                Arc::clone(&retries),
             )
             .await
             .map_err(|f| TaskState::Failed {
@@ -115,8 +120,22 @@ async fn run(
     };
     // Removed before the final report: a cancel that comes later finds nothing to abort.
     lock(&ctx.running).remove(&tdd.execution_attempt);
+    let retries = retries.load(std::sync::atomic::Ordering::Relaxed);
     match outcome {
-        Ok(metrics) => report(&ctx, &tdd, TaskState::Finished, metrics),
+        Ok(metrics) => {
+            tracing::debug!(
+                job = %tdd.job_id,
+                vertex = %loaded.info.job_vertex_id,
+                subtask,
+                attempt = tdd.execution_attempt.attempt,
+                "task switched from RUNNING to FINISHED"
+            );
+            let metrics = TaskMetrics {
+                partition_request_retries: retries,
+                ..metrics
+            };
+            report(&ctx, &tdd, TaskState::Finished, metrics);
+        }
         Err(state) => {
             if let TaskState::Failed {
                 reason,
@@ -125,12 +144,19 @@ async fn run(
             } = &state
             {
                 tracing::info!(
-                    vertex = tdd.execution_attempt.vertex,
+                    job = %tdd.job_id,
+                    vertex = %loaded.info.job_vertex_id,
+                    subtask,
+                    attempt = tdd.execution_attempt.attempt,
                     non_recoverable,
-                    "task failed: {reason}"
+                    "task switched from RUNNING to FAILED: {reason}"
                 );
             }
-            report(&ctx, &tdd, state, TaskMetrics::default());
+            let metrics = TaskMetrics {
+                partition_request_retries: retries,
+                ..TaskMetrics::default()
+            };
+            report(&ctx, &tdd, state, metrics);
         }
     }
 }

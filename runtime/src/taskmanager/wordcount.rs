@@ -5,7 +5,7 @@
 //! file. The computing runs on the blocking pool; the network on tokio.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,9 +22,10 @@ use tokio::sync::mpsc;
 use crate::metrics::TaskIo;
 use crate::protocol::{PartitionRef, TaskMetrics, WordCountRole, WordCountTask, MAX_CREDIT};
 use crate::secret::Secret;
-use crate::shuffle::input::{spawn_readers, InputChannel, InputEvent, InputSettings};
+use crate::shuffle::input::{attempts_for, spawn_readers, InputChannel, InputEvent, InputSettings};
 use crate::shuffle::partition_file::{PartitionFileError, PartitionFileWriter, MAX_BUFFER_BYTES};
 use crate::shuffle::partitions::{PipelinedItem, PipelinedPartition, ResultPartitionManager};
+use crate::taskmanager::commit_lease::CommitLease;
 
 /// Why a word count task failed.
 #[derive(Debug)]
@@ -143,6 +144,10 @@ pub(crate) struct WordCountContext {
     pub(crate) token: Option<String>,
     /// How long a consumer waits for a producer's data server to welcome it, per attempt.
     pub(crate) welcome_timeout: Duration,
+    /// The partition request back-off: the first wait and the longest.
+    pub(crate) backoff: (Duration, Duration),
+    /// The session's commit lease: a sink publishes its file only while it holds.
+    pub(crate) lease: Arc<CommitLease>,
 }
 
 /// Runs the task to its end; its metrics or why it failed.
@@ -153,6 +158,7 @@ pub(crate) async fn run(
     task: WordCountTask,
     job_secret: Secret,
     io: TaskIo,
+    retries: Arc<AtomicU64>,
 ) -> Result<TaskMetrics, TaskFailure> {
     let cancel = Arc::new(AtomicBool::new(false));
     let _guard = CancelOnDrop(Arc::clone(&cancel));
@@ -216,8 +222,10 @@ pub(crate) async fn run(
                 secret: job_secret,
                 token: ctx.token.clone(),
                 credit: task.credit.clamp(1, MAX_CREDIT),
-                attempts: 6,
-                backoff: Duration::from_millis(50),
+                attempts: attempts_for(ctx.backoff.0, ctx.backoff.1),
+                backoff: ctx.backoff.0,
+                max_backoff: ctx.backoff.1,
+                retries,
                 welcome_timeout: ctx.welcome_timeout,
             });
             let n = channels.len();
@@ -226,9 +234,12 @@ pub(crate) async fn run(
             // Aborted with this future (a cancelled task).
             let _readers = spawn_readers(channels, settings, events_tx);
             let attempt = tdd.execution_attempt;
-            tokio::task::spawn_blocking(move || run_count(events, n, &task, attempt, &cancel, &io))
-                .await
-                .map_err(|e| TaskFailure::new(format!("count thread: {e}")))?
+            let lease = Arc::clone(&ctx.lease);
+            tokio::task::spawn_blocking(move || {
+                run_count(events, n, &task, attempt, &cancel, &io, &lease)
+            })
+            .await
+            .map_err(|e| TaskFailure::new(format!("count thread: {e}")))?
         }
     }
 }
@@ -413,6 +424,7 @@ fn run_source(
         } else {
             Vec::new()
         },
+        partition_request_retries: 0,
     })
 }
 
@@ -427,6 +439,7 @@ fn publish_counts(
     attempt: ExecutionAttemptId,
     counts: &[(&str, u64)],
     cancel: &AtomicBool,
+    lease: &CommitLease,
 ) -> Result<(), TaskFailure> {
     let own = dir.join(format!(".attempt-{}-{}", attempt.vertex, attempt.attempt));
     std::fs::create_dir_all(&own).map_err(|e| {
@@ -441,6 +454,9 @@ fn publish_counts(
     });
     let published = written.and_then(|(path, _)| {
         cancelled(cancel)?;
+        // Fenced: past the lease the JobManager may already have declared this TaskManager
+        // lost and deployed another attempt, whose file this one must not replace.
+        lease.check().map_err(TaskFailure::new)?;
         let target = dir.join(path.file_name().unwrap_or_default());
         std::fs::rename(&path, &target).map_err(|e| {
             TaskFailure::storage(
@@ -461,6 +477,7 @@ fn run_count(
     attempt: ExecutionAttemptId,
     cancel: &AtomicBool,
     io: &TaskIo,
+    lease: &CommitLease,
 ) -> Result<TaskMetrics, TaskFailure> {
     let mut counter = WordCounter::new();
     let mut bytes_in = 0u64;
@@ -500,7 +517,7 @@ fn run_count(
         }
     }
     if let Some(dir) = &task.output_dir {
-        publish_counts(dir, task.subtask, attempt, &counter.sorted(), cancel)?;
+        publish_counts(dir, task.subtask, attempt, &counter.sorted(), cancel, lease)?;
     }
     Ok(TaskMetrics {
         records_out: 0,
@@ -509,5 +526,6 @@ fn run_count(
         bytes_in,
         peak_buffered_bytes: 0,
         produced_bytes: Vec::new(),
+        partition_request_retries: 0,
     })
 }

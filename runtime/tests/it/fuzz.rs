@@ -45,6 +45,7 @@ fn tm_hello(slots: u32) -> Hello {
             slots,
             data_address: "127.0.0.1:9".parse().expect("address"),
             pid: 4_000_000,
+            held_partitions: Vec::new(),
         }),
     }
 }
@@ -503,7 +504,7 @@ async fn a_byte_report_that_does_not_fit_fails_the_task() {
                 conflux_runtime::connection::decode(&body, "jm", 0, "message").expect("message");
             let reply = |m: &ToJobManager| frame(&msgpack(m));
             match message {
-                ToTaskManager::HeartbeatRequest { seq } => {
+                ToTaskManager::HeartbeatRequest { seq, .. } => {
                     let pong = ToJobManager::HeartbeatResponse {
                         seq,
                         stats: TaskManagerStats::default(),

@@ -157,6 +157,7 @@ async fn wrong_and_missing_tokens_are_refused_and_the_right_one_runs_jobs() {
             slots: 4,
             data_address: "127.0.0.1:9".parse().expect("address"),
             pid: 1,
+            held_partitions: Vec::new(),
         }),
     };
     let mut stream = connect_and_send(jm.address(), &hello_frame(&registration)).await;

@@ -363,6 +363,7 @@ async fn a_jobmanager_shutting_down_says_goodbye_on_both_connections() {
             slots: 1,
             data_address: "127.0.0.1:9".parse().expect("address"),
             pid: 4242,
+            held_partitions: Vec::new(),
         }),
     };
     let mut main = crate::support::connect_and_send(

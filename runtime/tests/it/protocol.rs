@@ -46,11 +46,17 @@ async fn word_count_finishes_on_two_task_managers_with_a_full_report() {
         listed[0].name,
         word_count_name(4, ResultPartitionType::Blocking)
     );
+    // CREATED: started, its job loop not yet RUNNING.
     assert!(
-        ["QUEUED", "RUNNING", "FINISHED"].contains(&listed[0].status.as_str()),
+        ["QUEUED", "CREATED", "RUNNING", "FINISHED"].contains(&listed[0].status.as_str()),
         "{}",
         listed[0].status
     );
+    assert_eq!(listed[0].total_tasks(), 8, "{:?}", listed[0]);
+    assert!(listed[0].start_ms > 0, "{:?}", listed[0]);
+    // One job's summary is the job's row of the table.
+    let one = client.status(job).await.expect("status");
+    assert_eq!((one.job, one.total_tasks()), (job, 8), "{one:?}");
 
     let report = within("the word count", Duration::from_secs(30), client.wait(job))
         .await
@@ -120,6 +126,19 @@ async fn word_count_finishes_on_two_task_managers_with_a_full_report() {
     let listed = client.list().await.expect("list");
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].status, "FINISHED");
+    assert_eq!(listed[0].finished_tasks(), 8, "{:?}", listed[0]);
+    assert!(listed[0].end_ms >= listed[0].start_ms, "{:?}", listed[0]);
+    assert_eq!(
+        listed[0].duration_ms,
+        listed[0].end_ms - listed[0].start_ms,
+        "{:?}",
+        listed[0]
+    );
+    let unknown = client.status(conflux_blob_api::JobId([0; 16])).await;
+    assert!(
+        matches!(&unknown, Err(ClientError::JobManager(m)) if m.starts_with("no job 0000")),
+        "{unknown:?}"
+    );
     // The ended job's report stays available.
     assert_eq!(client.wait(job).await.expect("report again"), report);
     jm.shutdown().await;

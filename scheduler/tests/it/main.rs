@@ -8,6 +8,7 @@ mod budget;
 mod events;
 mod failover_reference;
 mod input_bytes;
+mod recovery;
 mod slots;
 mod speculative;
 mod transitions;

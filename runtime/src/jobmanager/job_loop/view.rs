@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use conflux_deploy::{ExecutionAttemptId, TaskManagerLocation};
 use conflux_graph::{ExecutionVertexIndex, JobVertexIndex};
-use conflux_rest::{IoCounts, JobRecorder, JobView, NO_TASK_MANAGER};
+use conflux_rest::{ExecutionState, IoCounts, JobRecorder, JobStatus, JobView, NO_TASK_MANAGER};
 use conflux_scheduler::{Scheduler, StateTransition};
 
-use crate::jobmanager::rest_view::{execution_state, job_status};
+use crate::jobmanager::rest_view::{execution_state, job_status, log_job_state};
 use crate::protocol::TaskMetrics;
 
 /// While the loop is busy, a snapshot is published at most this often.
@@ -24,6 +24,48 @@ pub(super) struct LoopView {
     recorder: JobRecorder,
     transitions: Vec<StateTransition>,
     last_publish: Instant,
+    /// The job's status change of the current call, recorded after its task changes.
+    status_due: Option<(JobStatus, i64)>,
+}
+
+/// Logs the change of a job vertex's aggregate state (Flink's
+/// `ExecutionJobVertex.getAggregateJobVertexState`): at INFO when it becomes RUNNING (its first
+/// task runs), FINISHED (all did), FAILED or CANCELED, else at DEBUG; one line per vertex and
+/// change, never per task.
+fn log_vertex_state(view: &JobView, j: usize, from: ExecutionState, to: ExecutionState) {
+    let info = view.info();
+    let Some(vertex) = info.vertices.get(j) else {
+        return;
+    };
+    let notable = matches!(
+        to,
+        ExecutionState::Running
+            | ExecutionState::Finished
+            | ExecutionState::Failed
+            | ExecutionState::Canceled
+    );
+    let (from, to) = (from.as_str(), to.as_str());
+    if notable {
+        tracing::info!(
+            job = %info.id,
+            vertex = %vertex.id,
+            from,
+            to,
+            "Job vertex {} ({}) switched from state {from} to {to}.",
+            vertex.name,
+            vertex.id
+        );
+    } else {
+        tracing::debug!(
+            job = %info.id,
+            vertex = %vertex.id,
+            from,
+            to,
+            "Job vertex {} ({}) switched from state {from} to {to}.",
+            vertex.name,
+            vertex.id
+        );
+    }
 }
 
 /// Where an execution vertex is: its job vertex's position and its subtask index.
@@ -43,6 +85,7 @@ impl LoopView {
             recorder: JobRecorder::new(view),
             transitions: Vec::new(),
             last_publish: Instant::now(),
+            status_due: None,
         }
     }
 
@@ -54,11 +97,32 @@ impl LoopView {
     }
 
     /// Applies the state changes of the scheduler calls since the last time. O(changes).
+    /// Then the job's status change of the call, if any (so that a job's last vertex finishes
+    /// before the job does, as in Flink's log), and RESTARTING while tasks wait out a restart
+    /// delay (Flink's `DefaultScheduler`), RUNNING again when none does.
     pub(super) fn after_call(&mut self, scheduler: &mut Scheduler) {
         scheduler.take_transitions(&mut self.transitions);
-        if self.transitions.is_empty() {
-            return;
+        if !self.transitions.is_empty() {
+            self.apply_transitions(scheduler);
         }
+        if let Some((status, at)) = self.status_due.take() {
+            self.set_status(status, at);
+        }
+        let waiting = scheduler.next_restart_due().is_some();
+        match self.recorder.status() {
+            JobStatus::Running if waiting => {
+                self.set_status(JobStatus::Restarting, conflux_rest::now_ms());
+            }
+            JobStatus::Restarting if !waiting => {
+                self.set_status(JobStatus::Running, conflux_rest::now_ms());
+            }
+            _ => {}
+        }
+    }
+
+    /// The task state changes taken from the scheduler, into the recorder, with each job
+    /// vertex's aggregate state change logged.
+    fn apply_transitions(&mut self, scheduler: &Scheduler) {
         let now = conflux_rest::now_ms();
         let graph = Arc::clone(scheduler.graph());
         let (transitions, recorder) = (&self.transitions, &mut self.recorder);
@@ -75,7 +139,9 @@ impl LoopView {
                 .take_while(|t| range.contains(&t.vertex.0))
                 .count()
                 .max(1);
+            let mut changed = None;
             if let Some(mut update) = recorder.vertex(j) {
+                let before = update.aggregate_state();
                 for t in &transitions[i..i + run] {
                     let task_manager = scheduler
                         .allocation(t.vertex)
@@ -88,9 +154,25 @@ impl LoopView {
                         now,
                     );
                 }
+                let after = update.aggregate_state();
+                changed = (before != after).then_some((before, after));
+            }
+            if let Some((before, after)) = changed {
+                log_vertex_state(recorder.view(), j, before, after);
             }
             i += run;
         }
+    }
+
+    /// The job entered `status` at `now_ms`: recorded, and logged in Flink's words when it
+    /// changed.
+    fn set_status(&mut self, status: JobStatus, now_ms: i64) {
+        let old = self.recorder.status();
+        if old == status {
+            return;
+        }
+        self.recorder.set_status(status, now_ms);
+        log_job_state(self.recorder.view(), old, status);
     }
 
     /// A task finished having done `metrics` (its vertex's I/O sums grow once per attempt).
@@ -147,12 +229,18 @@ impl LoopView {
             self.recorder
                 .job_failed(reason.unwrap_or("the job failed"), now);
         }
-        self.recorder.set_status(job_status(status), now);
+        // Recorded after the call's task changes (`after_call`); an earlier change of the same
+        // call first.
+        if let Some((earlier, at)) = self.status_due.replace((job_status(status), now)) {
+            self.set_status(earlier, at);
+        }
     }
 
     /// Someone asked to cancel the job.
     pub(super) fn cancelling(&mut self) {
-        self.recorder.cancelling(conflux_rest::now_ms());
+        if !self.recorder.status().is_globally_terminal() {
+            self.set_status(JobStatus::Cancelling, conflux_rest::now_ms());
+        }
     }
 
     /// A vertex decided at run time got its subtasks.

@@ -4,6 +4,8 @@
 //! loopback and runs one job.
 
 mod args;
+mod forward;
+mod ha_local;
 mod local;
 mod paths;
 mod progress;
@@ -18,6 +20,8 @@ use conflux_runtime::connection::RpcError;
 use conflux_runtime::high_availability::LeaderContext;
 use conflux_runtime::protocol::{JobSubmission, JobSummary};
 use conflux_runtime::{ClientError, JobManager, JobManagerClient, TaskManager};
+
+pub(crate) use forward::jobmanager_flags;
 
 use crate::output;
 use crate::work_dir::{self, Kind, OnSignal, WorkDir};
@@ -113,9 +117,11 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
     let (blob_dir, _dir) = working_dir(args.blob_dir.as_deref(), Kind::JobManager)?;
     config.blob_dir = blob_dir;
     let runtime = jobmanager_runtime()?;
+    let exit_with_parent = args.exit_with_parent;
     let result = runtime.block_on(async {
+        let stop = stop_watch(exit_with_parent);
         let leader = match (&ha, &args.ha_storage_dir) {
-            (Some(options), Some(storage)) => match campaign(options).await? {
+            (Some(options), Some(storage)) => match campaign(options, &stop).await? {
                 Some(leadership) => {
                     // The cluster id's own job store: `JobManager::start` recovers every job
                     // in it that has not ended (its event log replayed).
@@ -140,19 +146,21 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
             );
         }
         let Some((options, leadership)) = leader else {
-            work_dir::stop_requested().await;
+            stopped(&stop).await;
             shutdown_within_grace(jm).await;
             return Ok(());
         };
         let host = advertised.unwrap_or_else(|| jm.address().ip().to_string());
+        // An IP as a socket address (brackets for IPv6), a host name as it is.
+        let rpc_address = match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => std::net::SocketAddr::new(ip, jm.address().port()).to_string(),
+            Err(_) => format!("{host}:{}", jm.address().port()),
+        };
         let info = conflux_ha::LeaderInfo {
-            rpc_address: std::net::SocketAddr::new(
-                host.parse().unwrap_or_else(|_| jm.address().ip()),
-                jm.address().port(),
-            )
-            .to_string(),
+            rpc_address,
             rest_url: jm.rest_address().map(|a| format!("http://{a}")),
             fencing_token: leadership.token(),
+            pid: Some(std::process::id()),
         };
         leadership
             .publish(options, &info)
@@ -167,7 +175,7 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
             jm.list().len()
         );
         tokio::select! {
-            () = work_dir::stop_requested() => {
+            () = stopped(&stop) => {
                 shutdown_within_grace(jm).await;
                 Ok(())
             }
@@ -189,6 +197,7 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
 /// requested while standing by.
 async fn campaign(
     options: &conflux_ha::HaOptions,
+    stop: &tokio::sync::watch::Receiver<bool>,
 ) -> Result<Option<Arc<conflux_ha::Leadership>>, Failure> {
     let election = conflux_ha::LeaderElection::join(options)
         .await
@@ -201,8 +210,34 @@ async fn campaign(
         leadership = election.await_leadership() => {
             Ok(Some(Arc::new(leadership.map_err(|e| Failure::Work(e.into()))?)))
         }
-        () = work_dir::stop_requested() => Ok(None),
+        () = stopped(stop) => Ok(None),
     }
+}
+
+/// Becomes true once the process is asked to stop: a signal, or with `exit_with_parent` the end
+/// of its standard input (`conflux cluster` holds it: its end means the parent is gone, however
+/// it died, so no child outlives it).
+fn stop_watch(exit_with_parent: bool) -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let tx = Arc::new(tx);
+    if exit_with_parent {
+        let tx = Arc::clone(&tx);
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            let _ = tx.send(true);
+        });
+    }
+    tokio::spawn(async move {
+        work_dir::stop_requested().await;
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+/// Resolves once `stop` (of [`stop_watch`]) is true.
+async fn stopped(stop: &tokio::sync::watch::Receiver<bool>) {
+    let mut stop = stop.clone();
+    let _ = stop.wait_for(|s| *s).await;
 }
 
 pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
@@ -576,7 +611,19 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
 pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
     work_dir::install(OnSignal::Graceful);
     let runtime = jobmanager_runtime()?;
-    let report = runtime.block_on(local::run(args));
+    // More than one JobManager, or a ZooKeeper given: JobManager children under high
+    // availability; else the JobManager in this process.
+    let ha = args.job_managers > 1 || args.ha.zookeeper_quorum.is_some();
+    if !ha && args.kill_job_manager_after_ms.is_some() {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--kill-job-manager-after-ms needs --job-managers 2 or more (a standby to take over)"
+        )));
+    }
+    let report = if ha {
+        runtime.block_on(ha_local::run(args))
+    } else {
+        runtime.block_on(local::run(args))
+    };
     end_runtime(runtime);
     let report = report?;
     render::print_report(&report, args.format)?;

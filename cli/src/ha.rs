@@ -76,6 +76,51 @@ impl HaArgs {
     }
 }
 
+/// `conflux cluster`'s ZooKeeper options (with `--job-managers` above 1): as [`HaArgs`] less
+/// `--high-availability`, with a session timeout of 4 s by default (a test cluster on one
+/// machine: a dead leader is replaced within seconds).
+#[derive(clap::Args, Clone, Debug)]
+pub(crate) struct ClusterHaArgs {
+    /// ZooKeeper servers, HOST:PORT[,HOST:PORT...] (Flink's
+    /// `high-availability.zookeeper.quorum`); default: a ZooKeeper server started for the run.
+    #[arg(help_heading = crate::headings::HIGH_AVAILABILITY, long)]
+    pub(crate) zookeeper_quorum: Option<String>,
+    /// The root node of every cluster's nodes (Flink's `high-availability.zookeeper.path.root`).
+    #[arg(help_heading = crate::headings::HIGH_AVAILABILITY, long, default_value = conflux_ha::DEFAULT_PATH_ROOT)]
+    pub(crate) zookeeper_path_root: String,
+    /// The cluster's id (Flink's `high-availability.cluster-id`); default: one of its own per
+    /// run (`cluster-<pid>`), so that runs sharing a quorum never meet.
+    #[arg(help_heading = crate::headings::HIGH_AVAILABILITY, long)]
+    pub(crate) cluster_id: Option<String>,
+    /// ZooKeeper session timeout, ms (Flink's
+    /// `high-availability.zookeeper.client.session-timeout`).
+    #[arg(help_heading = crate::headings::HIGH_AVAILABILITY, long, default_value_t = 4_000, value_parser = clap::value_parser!(u64).range(1_000..=3_600_000))]
+    pub(crate) zookeeper_session_timeout_ms: u64,
+}
+
+impl ClusterHaArgs {
+    /// The options for `quorum`.
+    ///
+    /// # Errors
+    /// An input error (exit 2) for a bad path root or cluster id.
+    pub(crate) fn options(&self, quorum: String) -> Result<HaOptions, Failure> {
+        let options = HaOptions {
+            quorum,
+            path_root: self.zookeeper_path_root.clone(),
+            cluster_id: self
+                .cluster_id
+                .clone()
+                .unwrap_or_else(|| format!("cluster-{}", std::process::id())),
+            storage_dir: None,
+            session_timeout_ms: self.zookeeper_session_timeout_ms,
+        };
+        options
+            .validate()
+            .map_err(|e| Failure::input(anyhow::Error::new(e)))?;
+        Ok(options)
+    }
+}
+
 /// How long a client or TaskManager waits for a leader to be published.
 pub(crate) fn leader_wait(options: &HaOptions) -> Duration {
     Duration::from_millis(options.session_timeout_ms.saturating_mul(2)) + Duration::from_secs(30)

@@ -475,7 +475,10 @@ fn main() -> ExitCode {
     };
     match &mut cli.command {
         Command::Jobmanager(args) => args.settings.effective = applied.effective,
-        Command::Cluster(args) => args.settings.effective = applied.effective,
+        Command::Cluster(args) => {
+            args.settings.effective = applied.effective;
+            args.jobmanager_flags = cluster::jobmanager_flags(&applied.args);
+        }
         _ => {}
     }
     let format = match &cli.command {

@@ -123,10 +123,10 @@ pub static KEYS: &[Key] = &[
     key("execution.batch.job-recovery.previous-worker.recovery.timeout", Duration, "30 s", &[J], "previous-worker-recovery-timeout-ms", "How long a recovered job waits for the TaskManagers that held its finished partitions"),
     // High availability on ZooKeeper.
     key("high-availability.type", Text, "none", &[J, T, S], "high-availability", "`none`, or `zookeeper`: the leader is elected, published and found in ZooKeeper"),
-    key("high-availability.zookeeper.quorum", Text, "", &[J, T, S], "zookeeper-quorum", "ZooKeeper servers, `host:port[,host:port...]`"),
-    key("high-availability.zookeeper.path.root", Text, "/flink", &[J, T, S], "zookeeper-path-root", "The root node of every cluster's nodes in ZooKeeper"),
-    key("high-availability.cluster-id", Text, "default", &[J, T, S], "cluster-id", "JobManagers of one cluster id compete for one leadership and share one job store"),
-    key("high-availability.zookeeper.client.session-timeout", Duration, "60 s", &[J, T, S], "zookeeper-session-timeout-ms", "ZooKeeper session timeout; a leader stops acting after 2/3 of it without ZooKeeper"),
+    key("high-availability.zookeeper.quorum", Text, "", &[J, T, C, S], "zookeeper-quorum", "ZooKeeper servers, `host:port[,host:port...]`"),
+    key("high-availability.zookeeper.path.root", Text, "/flink", &[J, T, C, S], "zookeeper-path-root", "The root node of every cluster's nodes in ZooKeeper"),
+    key("high-availability.cluster-id", Text, "", &[J, T, C, S], "cluster-id", "JobManagers of one cluster id compete for one leadership and share one job store"),
+    key("high-availability.zookeeper.client.session-timeout", Duration, "", &[J, T, C, S], "zookeeper-session-timeout-ms", "ZooKeeper session timeout; a leader stops acting after 2/3 of it without ZooKeeper"),
     // TaskManagers.
     key("taskmanager.numberOfTaskSlots", Int, "", &[T, C, R], "slots", "Slots per TaskManager"),
     key("taskmanager.host", Text, "127.0.0.1", &[T], "advertised-address", "The IP a TaskManager's data server binds and advertises"),
@@ -190,6 +190,8 @@ pub static KEYS: &[Key] = &[
     key("conflux.slow-task-managers", Int, "0", &[C, R], "slow-task-managers", "Slow TaskManagers, for demonstrations of speculative execution"),
     key("conflux.slowdown", Float, "", &[T, C, R], "slowdown", "How many times as long tasks take on a slow TaskManager"),
     key("conflux.kill-task-manager-after", Duration, "", &[C], "kill-task-manager-after-ms", "Injected fault: kill a TaskManager this long after the submission"),
+    key("conflux.job-managers", Int, "1", &[C], "job-managers", "JobManagers to start; more than one run under ZooKeeper high availability"),
+    key("conflux.kill-job-manager-after", Duration, "", &[C], "kill-job-manager-after-ms", "Injected fault: kill the leading JobManager this long after the submission"),
     key("conflux.verify", Bool, "false", &[C], "verify", "Check word count output against the seeds"),
     key("conflux.offload.rule", Text, "count", &[R], "offload-rule", "Which descriptor groups go to the blob server: `count`, `bytes` or `never`"),
     key("conflux.offload.threshold", Int, "", &[R], "offload-threshold", "Threshold of the offload rule"),

@@ -36,6 +36,10 @@ pub struct LeaderInfo {
     pub rest_url: Option<String>,
     /// The leader's fencing token (its latch node's sequence number).
     pub fencing_token: u64,
+    /// The leader's process id on its host (`conflux cluster --kill-job-manager-after-ms`
+    /// kills the leader it started by it); absent in what older leaders published.
+    #[serde(default)]
+    pub pid: Option<u32>,
 }
 
 /// A contender that has joined the election: its latch node exists.

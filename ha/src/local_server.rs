@@ -52,6 +52,9 @@ impl LocalZooKeeper {
 
     /// Starts a server under a new directory inside `parent` on a free loopback port with a
     /// tick of 250 ms (sessions of 0.5 to 60 s), and waits up to 60 s until it answers `ruok`.
+    /// Its transaction log is not fsynced (`forceSync=no`): a throwaway server's sessions must
+    /// not wait for a disk that a loaded machine's builds keep busy (a session's creation is a
+    /// logged transaction).
     ///
     /// # Errors
     /// A message saying what is missing or why the server did not answer (its output's tail).
@@ -68,7 +71,7 @@ impl LocalZooKeeper {
         let config = format!(
             "tickTime=250\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
              admin.enableServer=false\n4lw.commands.whitelist=ruok\nminSessionTimeout=500\n\
-             maxSessionTimeout=60000\n",
+             maxSessionTimeout=60000\nforceSync=no\n",
             dir.join("data").display()
         );
         let config_path = dir.join("zoo.cfg");

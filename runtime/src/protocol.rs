@@ -26,7 +26,8 @@ pub use crate::secret::Secret;
 /// registering TaskManager lists the finished partitions it holds
 /// ([`TaskManagerRegistration::held_partitions`]), for batch job recovery, job summaries carry
 /// start, end, duration and tasks by state, and a client may ask for one job's summary.
-/// Version 7: the welcome carries the leader's fencing token (high availability).
+/// Version 7: the welcome carries the leader's fencing token (high availability), and a client
+/// may ask how many TaskManagers are registered.
 pub const PROTOCOL_VERSION: u32 = 7;
 
 /// The first four bytes of a handshake frame.
@@ -486,6 +487,9 @@ pub enum ClientRequest {
     /// One job's summary; answered with [`ClientResponse::Job`] (or an error for a job the
     /// JobManager does not know). O(job vertices), never the whole job table.
     Status(JobId),
+    /// How many TaskManagers are registered; answered with
+    /// [`ClientResponse::TaskManagerCount`].
+    TaskManagerCount,
 }
 
 /// One job as `list` and `status` show it (the fields of Flink's `JobDetails`, which
@@ -549,4 +553,6 @@ pub enum ClientResponse {
     Error(String),
     /// One job's summary.
     Job(JobSummary),
+    /// The TaskManagers registered now.
+    TaskManagerCount(u64),
 }

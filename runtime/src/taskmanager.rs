@@ -397,6 +397,11 @@ async fn serve(
         }
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(backoff)) => {}
+            // Another leader was published: registered with at once.
+            () = leader_other_than(&config.leader, leader_token) => {
+                backoff = config.retry_interval_ms.max(1);
+                continue;
+            }
             () = &mut shutdown => return Ok(()),
         }
         backoff = (backoff * 2).min(max_backoff);

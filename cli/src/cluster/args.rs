@@ -205,6 +205,10 @@ pub(crate) struct JobManagerArgs {
     pub(crate) speculative: SpeculativeOptionsArgs,
     #[command(flatten)]
     pub(crate) ha: crate::ha::HaArgs,
+    /// Exit when standard input closes (how `conflux cluster --job-managers N` makes sure no
+    /// JobManager outlives it).
+    #[arg(long, hide = true)]
+    pub(crate) exit_with_parent: bool,
     /// Where submitted jobs, their results and their event logs are kept (Flink's
     /// `high-availability.storageDir`): a JobManager started on it recovers every job that has
     /// not ended, keeping the finished tasks whose partitions TaskManagers still hold (batch
@@ -555,6 +559,23 @@ pub(crate) struct ClusterArgs {
     /// this long after the submission, ms; it is not replaced.
     #[arg(help_heading = crate::headings::FAULTS, long)]
     pub(crate) kill_task_manager_after_ms: Option<u64>,
+    /// JobManager processes to start, 1 to 16. With more than one (or with
+    /// `--zookeeper-quorum`) they run as child processes under ZooKeeper high availability:
+    /// one leads, the others stand by; ZooKeeper is started here when no quorum is given
+    /// (Debian's `zookeeper` package). With 1 the JobManager runs in this process.
+    #[arg(help_heading = crate::headings::HIGH_AVAILABILITY, long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub(crate) job_managers: u32,
+    /// Injected fault: SIGKILL the leading JobManager this long after the submission, ms
+    /// (counted once every TaskManager registered); a standby takes over. Needs
+    /// `--job-managers` 2 or more.
+    #[arg(help_heading = crate::headings::FAULTS, long)]
+    pub(crate) kill_job_manager_after_ms: Option<u64>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::ClusterHaArgs,
+    /// The JobManager children's flags that this command line gave (those `jobmanager` also
+    /// takes), filled after parsing.
+    #[arg(skip)]
+    pub(crate) jobmanager_flags: Vec<std::ffi::OsString>,
     #[command(flatten)]
     pub(crate) rpc: RpcArgs,
     #[command(flatten)]

@@ -30,6 +30,7 @@ fn info(rpc: &str) -> LeaderInfo {
         rpc_address: rpc.into(),
         rest_url: None,
         fencing_token: 0,
+        pid: None,
     }
 }
 

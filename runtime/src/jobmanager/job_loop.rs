@@ -511,6 +511,8 @@ pub(crate) fn run_job(
         data: run.data.report(&job.tasks, &graph),
         tasks_recovered,
         recovery_replay_ms: replay_ms,
+        leader_changes: None,
+        recovery_ms: None,
     }
 }
 

@@ -365,6 +365,9 @@ async fn serve_client(
                 Err(e) => ClientResponse::Error(e.to_string()),
             },
             ClientRequest::List => ClientResponse::Jobs(shared.jobs.list()),
+            ClientRequest::TaskManagerCount => {
+                ClientResponse::TaskManagerCount(shared.registry.lock().alive.len() as u64)
+            }
             ClientRequest::Status(job) => match shared.jobs.summary(job) {
                 Some(summary) => ClientResponse::Job(summary),
                 None => ClientResponse::Error(JobManagerError::UnknownJob(job).to_string()),

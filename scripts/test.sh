@@ -14,6 +14,11 @@
 #   Flink 1.20.3  its CLI and Java 17, for the test that runs Flink's own client against the
 #                 REST API (jars fetched from PyPI into $CONFLUX_CACHE, Java with apt-get; or
 #                 FLINK_LIB_DIR=/path/to/deps/lib; CONFLUX_SKIP_FLINK=1 skips the download)
+#   ZooKeeper     the coordination service of the high-availability tests (Debian's
+#                 `zookeeper` package, Apache ZooKeeper 3.8, installed with apt-get where it
+#                 exists; or ZOOKEEPER_JAR=/path/to/zookeeper.jar with its dependencies in its
+#                 manifest; CONFLUX_SKIP_ZOOKEEPER=1 skips the install, and those tests say
+#                 SKIPPED)
 #   nft, ip, tc   nftables and iproute2, for the tests across several hosts (network namespaces,
 #                 cli/tests/it/hosts.rs; installed with apt-get where missing; they also need
 #                 root: without it, or without these, those tests print why they skip)
@@ -46,6 +51,20 @@ if [ "${CONFLUX_SKIP_BROWSER:-}" != 1 ] && [ -z "${CHROMIUM:-}" ] \
       || skip CONFLUX_SKIP_BROWSER "apt-get could not install chromium: the plan viewer's browser test is skipped (set CHROMIUM=/path/to/chromium to run it)"
   else
     skip CONFLUX_SKIP_BROWSER "no chromium and no apt-get to install it: the plan viewer's browser test is skipped (install Chromium, or set CHROMIUM=/path/to/chromium, to run it)"
+  fi
+fi
+
+if [ "${CONFLUX_SKIP_ZOOKEEPER:-}" != 1 ] && [ -z "${ZOOKEEPER_JAR:-}" ] \
+    && [ ! -f /usr/share/java/zookeeper.jar ]; then
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "ZooKeeper not found: installing it (apt-get install zookeeper)"
+    sudo=""
+    if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+    { $sudo apt-get update -qq \
+        && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends zookeeper; } \
+      || echo "test.sh: apt-get could not install zookeeper: the high-availability tests are skipped (set ZOOKEEPER_JAR to run them)" >&2
+  else
+    echo "test.sh: no ZooKeeper and no apt-get to install it: the high-availability tests are skipped (install Apache ZooKeeper 3.8 and set ZOOKEEPER_JAR to run them)" >&2
   fi
 fi
 

@@ -4,18 +4,24 @@
 //! loopback and runs one job.
 
 mod args;
+mod forward;
+mod ha_local;
 mod local;
 mod paths;
 mod progress;
 mod render;
 mod summary;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use conflux_runtime::connection::RpcError;
+use conflux_runtime::high_availability::LeaderContext;
 use conflux_runtime::protocol::{JobSubmission, JobSummary};
 use conflux_runtime::{ClientError, JobManager, JobManagerClient, TaskManager};
+
+pub(crate) use forward::jobmanager_flags;
 
 use crate::output;
 use crate::work_dir::{self, Kind, OnSignal, WorkDir};
@@ -101,11 +107,35 @@ fn end_runtime(runtime: tokio::runtime::Runtime) {
 pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
     work_dir::install(OnSignal::Graceful);
     let mut config = args.config()?;
+    let ha = args.ha.options()?;
+    if ha.is_some() && args.ha_storage_dir.is_none() {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--high-availability zookeeper needs --ha-storage-dir DIR (Flink's \
+             high-availability.storageDir), where the leader stores submitted jobs"
+        )));
+    }
     // Removed when this function returns, whatever ends it.
     let (blob_dir, _dir) = working_dir(args.blob_dir.as_deref(), Kind::JobManager)?;
     config.blob_dir = blob_dir;
     let runtime = jobmanager_runtime()?;
+    let exit_with_parent = args.exit_with_parent;
     let result = runtime.block_on(async {
+        let stop = stop_watch(exit_with_parent);
+        let leader = match (&ha, &args.ha_storage_dir) {
+            (Some(options), Some(storage)) => match campaign(options, &stop).await? {
+                Some(leadership) => {
+                    // The cluster id's own job store: `JobManager::start` recovers every job
+                    // in it that has not ended (its event log replayed).
+                    config.storage_dir = Some(storage.join(options.cluster_id.trim_matches('/')));
+                    config.leader = Some(LeaderContext::new(Arc::clone(&leadership), options));
+                    Some((options, leadership))
+                }
+                // Stopped while standing by.
+                None => return Ok(()),
+            },
+            _ => None,
+        };
+        let advertised = config.advertised_host.clone();
         let jm = JobManager::start(config).await.map_err(Failure::input)?;
         // The JobManager logs where it listens at INFO; said here when that line is filtered out.
         if !tracing::enabled!(target: "conflux_runtime::jobmanager", tracing::Level::INFO) {
@@ -116,12 +146,99 @@ pub(crate) fn jobmanager(args: &JobManagerArgs) -> Result<(), Failure> {
                 rest_url(&jm),
             );
         }
-        work_dir::stop_requested().await;
-        shutdown_within_grace(jm).await;
-        Ok(())
+        let Some((options, leadership)) = leader else {
+            stopped(&stop).await;
+            shutdown_within_grace(jm).await;
+            return Ok(());
+        };
+        let host = advertised.unwrap_or_else(|| jm.address().ip().to_string());
+        // An IP as a socket address (brackets for IPv6), a host name as it is.
+        let rpc_address = match host.parse::<std::net::IpAddr>() {
+            Ok(ip) => std::net::SocketAddr::new(ip, jm.address().port()).to_string(),
+            Err(_) => format!("{host}:{}", jm.address().port()),
+        };
+        let info = conflux_ha::LeaderInfo {
+            rpc_address,
+            rest_url: jm.rest_address().map(|a| format!("http://{a}")),
+            fencing_token: leadership.token(),
+            pid: Some(std::process::id()),
+        };
+        leadership
+            .publish(options, &info)
+            .await
+            .map_err(|e| Failure::Work(e.into()))?;
+        tracing::info!(
+            cluster_id = %options.cluster_id,
+            fencing_token = leadership.token(),
+            "JobManager leads cluster id {} (fencing token {}); {} jobs recovered",
+            options.cluster_id,
+            leadership.token(),
+            jm.list().len()
+        );
+        tokio::select! {
+            () = stopped(&stop) => {
+                shutdown_within_grace(jm).await;
+                Ok(())
+            }
+            () = leadership.lost() => {
+                shutdown_within_grace(jm).await;
+                Err(Failure::Work(anyhow::anyhow!(
+                    "lost the leadership of cluster id {} (ZooKeeper session or lease ended): \
+                     stopped acting; another JobManager takes over",
+                    options.cluster_id
+                )))
+            }
+        }
     });
     end_runtime(runtime);
     result
+}
+
+/// Joins the election of `options`' cluster id and waits to lead; `None` when a stop is
+/// requested while standing by.
+async fn campaign(
+    options: &conflux_ha::HaOptions,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> Result<Option<Arc<conflux_ha::Leadership>>, Failure> {
+    let election = conflux_ha::LeaderElection::join(options)
+        .await
+        .map_err(|e| Failure::Work(e.into()))?;
+    eprintln!(
+        "JobManager standing by for the leadership of cluster id {} (ZooKeeper {})",
+        options.cluster_id, options.quorum
+    );
+    tokio::select! {
+        leadership = election.await_leadership() => {
+            Ok(Some(Arc::new(leadership.map_err(|e| Failure::Work(e.into()))?)))
+        }
+        () = stopped(stop) => Ok(None),
+    }
+}
+
+/// Becomes true once the process is asked to stop: a signal, or with `exit_with_parent` the end
+/// of its standard input (`conflux cluster` holds it: its end means the parent is gone, however
+/// it died, so no child outlives it).
+fn stop_watch(exit_with_parent: bool) -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let tx = Arc::new(tx);
+    if exit_with_parent {
+        let tx = Arc::clone(&tx);
+        std::thread::spawn(move || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            let _ = tx.send(true);
+        });
+    }
+    tokio::spawn(async move {
+        work_dir::stop_requested().await;
+        let _ = tx.send(true);
+    });
+    rx
+}
+
+/// Resolves once `stop` (of [`stop_watch`]) is true.
+async fn stopped(stop: &tokio::sync::watch::Receiver<bool>) {
+    let mut stop = stop.clone();
+    let _ = stop.wait_for(|s| *s).await;
 }
 
 pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
@@ -143,8 +260,20 @@ pub(crate) fn taskmanager(args: &TaskManagerArgs) -> Result<(), Failure> {
             tracing::debug!("work threads keep their priority: {e}");
         }
     }
+    let ha = args.ha.options()?;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
+        // Under high availability the TaskManager follows the leader ZooKeeper publishes.
+        let _retrieval = match &ha {
+            Some(options) => {
+                let retrieval = conflux_ha::LeaderRetrieval::start(options)
+                    .await
+                    .map_err(|e| Failure::Work(e.into()))?;
+                config.leader = Some(retrieval.subscribe());
+                Some(retrieval)
+            }
+            None => None,
+        };
         let (parent_gone_tx, parent_gone) = tokio::sync::oneshot::channel::<()>();
         if exit_with_parent {
             // `conflux cluster` holds our stdin: its end means the parent is gone, however it
@@ -174,9 +303,11 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         options: args.job.options(&args.load)?,
     };
     let runtime = tokio_runtime()?;
-    let address = args.jobmanager()?;
     let token = args.token.token()?;
     let report = runtime.block_on(async {
+        let (address, follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let address = address.as_str();
         let mut client = JobManagerClient::connect(address, token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
@@ -191,6 +322,11 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
         })?;
         if args.detached {
             return Ok(Err(job));
+        }
+        if let Some(follow) = &follow {
+            return wait_following(&mut client, follow, token.clone(), job)
+                .await
+                .map(Ok);
         }
         // Drawn only on a terminal; stopped (and cleared) when the wait returns.
         let _progress = crate::progress::on_terminal()
@@ -225,6 +361,55 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
                 return Err(not_verified(&report));
             }
             failed_if_failed(&report)
+        }
+    }
+}
+
+/// Waits for `job`'s end on the leader, following leadership changes: when the leader's
+/// connection is lost, the next leader (a larger fencing token) is asked, and while it is still
+/// recovering its jobs an unknown job is asked again for up to 30 s.
+async fn wait_following(
+    client: &mut JobManagerClient,
+    (retrieval, first): &(conflux_ha::LeaderRetrieval, conflux_ha::LeaderInfo),
+    token: Option<String>,
+    job: conflux_blob::JobId,
+) -> Result<conflux_runtime::JobReport, Failure> {
+    match client.wait(job).await {
+        Ok(report) => return Ok(report),
+        Err(e) if connection_lost(&e) => {
+            tracing::info!("the leader's connection was lost ({e}): following the next leader");
+        }
+        Err(e) => return Err(Failure::Work(e.into())),
+    }
+    let mut lost = first.fencing_token;
+    let wait = Duration::from_secs(300);
+    let mut unknown_since: Option<std::time::Instant> = None;
+    loop {
+        let leader = crate::ha::next_leader(retrieval, lost, wait).await?;
+        let mut client = match JobManagerClient::connect(&leader.rpc_address, token.clone()).await {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::debug!(
+                    "the leader at {} does not answer yet: {e}",
+                    leader.rpc_address
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        match client.wait(job).await {
+            Ok(report) => return Ok(report),
+            Err(e) if connection_lost(&e) => lost = leader.fencing_token,
+            Err(ClientError::JobManager(m))
+                if m.starts_with("no job")
+                    && unknown_since
+                        .get_or_insert_with(std::time::Instant::now)
+                        .elapsed()
+                        < Duration::from_secs(30) =>
+            {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => return Err(Failure::Work(e.into())),
         }
     }
 }
@@ -265,7 +450,9 @@ fn failed_if_failed(report: &conflux_runtime::JobReport) -> Result<(), Failure> 
 pub(crate) fn list(args: &ListArgs) -> Result<(), Failure> {
     let runtime = tokio_runtime()?;
     let jobs = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.token()?)
+        let (address, _follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let mut client = JobManagerClient::connect(&address, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         client.list().await.map_err(|e| Failure::Work(e.into()))
@@ -337,9 +524,11 @@ async fn job_summary(
 /// JobManager does not know (never submitted, or gone from its job history).
 pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
-    let address = &args.jobmanager;
     let runtime = tokio_runtime()?;
     let (summary, report) = runtime.block_on(async {
+        let (address, _follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let address = address.as_str();
         let mut client = JobManagerClient::connect(address, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
@@ -385,12 +574,18 @@ pub(crate) fn status(args: &JobQueryArgs) -> Result<(), Failure> {
 /// exit 1 when it did not finish (or its output is wrong), or the JobManager does not know it.
 pub(crate) fn wait(args: &JobQueryArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
-    let address = &args.jobmanager;
     let runtime = tokio_runtime()?;
     let report = runtime.block_on(async {
-        let mut client = JobManagerClient::connect(address, args.token.token()?)
+        let (address, follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let address = address.as_str();
+        let token = args.token.token()?;
+        let mut client = JobManagerClient::connect(address, token.clone())
             .await
             .map_err(|e| Failure::Work(e.into()))?;
+        if let Some(follow) = &follow {
+            return wait_following(&mut client, follow, token.clone(), job).await;
+        }
         client.wait(job).await.map_err(|e| {
             if connection_lost(&e) {
                 Failure::Work(anyhow::anyhow!(
@@ -410,7 +605,9 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
     let job = parse_job_id(&args.job_id)?;
     let runtime = tokio_runtime()?;
     runtime.block_on(async {
-        let mut client = JobManagerClient::connect(&args.jobmanager, args.token.token()?)
+        let (address, _follow) =
+            crate::ha::leader_address(args.jobmanager.as_deref(), &args.ha).await?;
+        let mut client = JobManagerClient::connect(&address, args.token.token()?)
             .await
             .map_err(|e| Failure::Work(e.into()))?;
         // The JobManager leaves an ended job as it ended: say so instead of "cancelling". A
@@ -436,7 +633,19 @@ pub(crate) fn cancel(args: &CancelArgs) -> Result<(), Failure> {
 pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
     work_dir::install(OnSignal::Graceful);
     let runtime = jobmanager_runtime()?;
-    let report = runtime.block_on(local::run(args));
+    // More than one JobManager, or a ZooKeeper given: JobManager children under high
+    // availability; else the JobManager in this process.
+    let ha = args.job_managers > 1 || args.ha.zookeeper_quorum.is_some();
+    if !ha && args.kill_job_manager_after_ms.is_some() {
+        return Err(Failure::input(anyhow::anyhow!(
+            "--kill-job-manager-after-ms needs --job-managers 2 or more (a standby to take over)"
+        )));
+    }
+    let report = if ha {
+        runtime.block_on(ha_local::run(args))
+    } else {
+        runtime.block_on(local::run(args))
+    };
     end_runtime(runtime);
     let report = report?;
     render::print_report(&report, args.format)?;

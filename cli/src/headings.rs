@@ -21,6 +21,8 @@ pub(crate) const SPECULATIVE: &str = "Speculative execution";
 pub(crate) const HEARTBEATS: &str = "Heartbeats and RPC";
 /// What tasks that move data do: sinks' output, credit, quotas.
 pub(crate) const DATA: &str = "Data plane";
+/// High availability: ZooKeeper, leader election, the job store.
+pub(crate) const HIGH_AVAILABILITY: &str = "High availability";
 /// A server's address, limits and timeouts.
 pub(crate) const SERVER: &str = "Server";
 /// Storage: directories, durable stores, buckets.

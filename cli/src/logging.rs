@@ -61,9 +61,16 @@ pub(crate) fn init_for(args: &[std::ffi::OsString]) {
 /// rather than failing the command. Lines go to standard error, so that stdout carries only
 /// the report.
 fn init(default: LevelFilter, format: LogFormat) {
-    let filter = EnvFilter::builder()
+    let mut filter = EnvFilter::builder()
         .with_default_directive(default.into())
         .from_env_lossy();
+    // A command that only warns does not pass on the ZooKeeper client's retries (it reports
+    // what they end in); a daemon does.
+    if default == LevelFilter::WARN && std::env::var_os("RUST_LOG").is_none() {
+        if let Ok(quiet) = "zookeeper_client=error".parse() {
+            filter = filter.add_directive(quiet);
+        }
+    }
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);

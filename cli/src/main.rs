@@ -20,6 +20,7 @@ mod checkpoint;
 mod cluster;
 mod descriptors;
 mod failure;
+mod ha;
 mod headings;
 mod input;
 mod inspect;
@@ -476,7 +477,10 @@ fn main() -> ExitCode {
     };
     match &mut cli.command {
         Command::Jobmanager(args) => args.settings.effective = applied.effective,
-        Command::Cluster(args) => args.settings.effective = applied.effective,
+        Command::Cluster(args) => {
+            args.settings.effective = applied.effective;
+            args.jobmanager_flags = cluster::jobmanager_flags(&applied.args);
+        }
         _ => {}
     }
     let format = match &cli.command {

@@ -373,6 +373,8 @@ fn job_report(
         data: None,
         tasks_recovered: None,
         recovery_replay_ms: None,
+        leader_changes: None,
+        recovery_ms: None,
     }
 }
 

@@ -144,4 +144,12 @@ pub struct JobReport {
     /// recovered.
     #[serde(serialize_with = "round::serialize_option")]
     pub recovery_replay_ms: Option<f64>,
+    /// Times another JobManager took the leadership while the job ran (`conflux cluster`; 0
+    /// with its in-process JobManager); `null` for `run` and `submit`.
+    pub leader_changes: Option<u64>,
+    /// From the SIGKILL of the leading JobManager (`conflux cluster
+    /// --kill-job-manager-after-ms`) to the new leader's first deployment of the job's tasks,
+    /// ms; `null` when no leader was killed (or the job ended first).
+    #[serde(serialize_with = "round::serialize_option")]
+    pub recovery_ms: Option<f64>,
 }

@@ -78,6 +78,8 @@ mod tests {
         for key in [
             "tasks_recovered",
             "recovery_replay_ms",
+            "leader_changes",
+            "recovery_ms",
             "heartbeat_timeouts",
             "data",
             "decided_parallelism",

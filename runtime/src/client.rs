@@ -117,6 +117,17 @@ impl JobManagerClient {
         }
     }
 
+    /// How many TaskManagers are registered with the JobManager now.
+    ///
+    /// # Errors
+    /// As [`submit`](Self::submit).
+    pub async fn task_manager_count(&mut self) -> Result<u64, ClientError> {
+        match self.call(&ClientRequest::TaskManagerCount).await? {
+            ClientResponse::TaskManagerCount(n) => Ok(n),
+            other => Err(ClientError::Unexpected(format!("{other:?}"))),
+        }
+    }
+
     /// Cancels a job.
     ///
     /// # Errors

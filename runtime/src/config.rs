@@ -179,6 +179,10 @@ pub struct JobManagerConfig {
     /// of Flink's `flink-dist` jar), served as Flink's `web.*` settings would; it must hold an
     /// `index.html`.
     pub web_ui_dir: Option<PathBuf>,
+    /// Under high availability, the leadership this JobManager holds (its fencing token, lease
+    /// and job store pointers in ZooKeeper); it needs [`storage_dir`](Self::storage_dir).
+    /// `None` without high availability.
+    pub leader: Option<crate::high_availability::LeaderContext>,
 }
 
 impl JobManagerConfig {
@@ -203,6 +207,7 @@ impl JobManagerConfig {
             job_recovery_timeout_ms: DEFAULT_JOB_RECOVERY_TIMEOUT_MS,
             configuration: Vec::new(),
             web_ui_dir: None,
+            leader: None,
         }
     }
 }
@@ -261,6 +266,12 @@ pub struct TaskManagerConfig {
     /// it finds them (batch job recovery); past it they are released. At least the
     /// high-availability session timeout plus the recovery timeout.
     pub partitions_kept_without_jobmanager_ms: u64,
+    /// Under high availability, the leader as ZooKeeper publishes it (a
+    /// [`conflux_ha::LeaderRetrieval`]'s subscription): the TaskManager registers with
+    /// whoever leads (`jobmanager` is then ignored), leaves a session when another leader is
+    /// published, and refuses a JobManager whose fencing token is below the highest it has
+    /// seen. `None`: the fixed `jobmanager`.
+    pub leader: Option<tokio::sync::watch::Receiver<Option<conflux_ha::LeaderInfo>>>,
 }
 
 /// Flink's `taskmanager.network.request-backoff.initial`, ms.
@@ -302,6 +313,7 @@ impl TaskManagerConfig {
             partition_request_backoff_initial_ms: DEFAULT_PARTITION_REQUEST_BACKOFF_INITIAL_MS,
             partition_request_backoff_max_ms: DEFAULT_PARTITION_REQUEST_BACKOFF_MAX_MS,
             partitions_kept_without_jobmanager_ms: DEFAULT_PARTITIONS_KEPT_WITHOUT_JOBMANAGER_MS,
+            leader: None,
         }
     }
 }

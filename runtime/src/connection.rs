@@ -337,6 +337,7 @@ pub(crate) async fn write_prioritized(
     mut priority: tokio::sync::mpsc::UnboundedReceiver<Bytes>,
     mut normal: tokio::sync::mpsc::UnboundedReceiver<Bytes>,
     mut faults: FaultInjector,
+    fence: Option<conflux_ha::LeaseHandle>,
 ) {
     loop {
         let frame = tokio::select! {
@@ -345,6 +346,12 @@ pub(crate) async fn write_prioritized(
             Some(frame) = normal.recv() => frame,
             else => return,
         };
+        // A deposed leader (lease over) writes nothing more: the connection closes, and the
+        // TaskManager looks for the new leader.
+        if fence.as_ref().is_some_and(|lease| !lease.is_valid()) {
+            tracing::error!("no longer the leader (lease over): closing the connection unsent");
+            return;
+        }
         if !faults.pass().await {
             tracing::debug!("injected fault: message dropped");
             continue;

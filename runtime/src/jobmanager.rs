@@ -284,6 +284,12 @@ impl JobManager {
                     message: e.to_string(),
                 }
             })?),
+            None if config.leader.is_some() => {
+                return Err(JobManagerError::JobStore {
+                    source_name: "high-availability.storageDir".into(),
+                    message: "high availability needs a storage directory".into(),
+                })
+            }
             None => None,
         };
         let registry = Arc::new(Registry::new(metrics.heartbeat_rtt_seconds.clone()));
@@ -327,9 +333,10 @@ impl JobManager {
         ));
         let accept = tokio::spawn(server::accept_loop(listener, Arc::clone(&shared)));
         let runner_shared = Arc::clone(&shared);
+        let handle = tokio::runtime::Handle::current();
         let runner = std::thread::Builder::new()
             .name("conflux-job-runner".into())
-            .spawn(move || run_jobs(&runner_shared, blob_writer))
+            .spawn(move || run_jobs(&runner_shared, blob_writer, &handle))
             .map_err(|source| JobManagerError::Bind { address, source })?;
         let rest = rest_listener.map(|listener| {
             let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -591,14 +598,38 @@ pub(crate) async fn admit(
     })?;
     let name = job.name().to_owned();
     if let (Some(store), Some(stored), Some(secret)) = (&shared.store, &stored, secret) {
-        // Durable before the submission is acknowledged (Flink's JobGraphStore).
-        let store = store.clone();
+        // Durable before the submission is acknowledged (Flink's JobGraphStore): the entry,
+        // then under high availability its pointer in ZooKeeper, written only while the lease
+        // holds (a deposed leader takes no job).
+        let refused = |message: String| JobManagerError::JobStore {
+            source_name: source_name.clone(),
+            message,
+        };
+        if let Some(leader) = &shared.config.leader {
+            if !leader.lease.is_valid() {
+                return Err(refused(format!(
+                    "this JobManager no longer leads (fencing token {})",
+                    leader.fencing_token
+                )));
+            }
+        }
+        let store_for_write = store.clone();
         let stored = stored.clone();
         tokio::task::spawn_blocking(move || {
-            recovery::store_submission(&store, id, &stored, secret)
+            recovery::store_submission(&store_for_write, id, &stored, secret)
         })
         .await
         .map_err(|e| invalid(format!("the job store failed: {e}")))??;
+        if let Some(leader) = &shared.config.leader {
+            let entry = store.job_path(&id.to_string());
+            if let Err(message) = leader.put_pointer(id, &entry).await {
+                // Not acknowledged: the entry goes too, so no later leader runs it.
+                if let Err(e) = store.remove_job(&id.to_string()) {
+                    tracing::warn!(job = %id, "job store entry not removed: {e}");
+                }
+                return Err(refused(message));
+            }
+        }
     }
     let queued = QueuedJob {
         id,
@@ -634,7 +665,7 @@ enum Refusal {
 
 /// The job runner: one job at a time, in submission order (a session cluster whose jobs share
 /// every slot); each job's scheduler is built when it starts.
-fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
+fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>, handle: &tokio::runtime::Handle) {
     let ctx = LoopContext {
         registry: &shared.registry,
         blob_writer,
@@ -644,6 +675,7 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
         metrics: &shared.metrics,
         jobs: &shared.jobs,
         store: shared.store.as_ref(),
+        lease: shared.config.leader.as_ref().map(|l| l.lease.clone()),
         recovery_timeout_ms: shared.config.job_recovery_timeout_ms,
     };
     while let Some((job, sender, events)) = shared.jobs.next() {
@@ -664,7 +696,7 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>) {
         // next JobManager; any other end is recorded before clients hear of it.
         if let Some(store) = &shared.store {
             if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-                recovery::job_ended(store, id, &report);
+                recovery::job_ended(store, id, &report, shared.config.leader.as_ref(), handle);
             }
         }
         shared

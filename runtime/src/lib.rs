@@ -18,6 +18,7 @@ pub mod config;
 pub mod connection;
 mod cpu_time;
 mod heartbeat_thread;
+pub mod high_availability;
 mod jobmanager;
 mod metrics;
 pub mod protocol;

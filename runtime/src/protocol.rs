@@ -26,7 +26,9 @@ pub use crate::secret::Secret;
 /// registering TaskManager lists the finished partitions it holds
 /// ([`TaskManagerRegistration::held_partitions`]), for batch job recovery, job summaries carry
 /// start, end, duration and tasks by state, and a client may ask for one job's summary.
-pub const PROTOCOL_VERSION: u32 = 6;
+/// Version 7: the welcome carries the leader's fencing token (high availability), and a client
+/// may ask how many TaskManagers are registered.
+pub const PROTOCOL_VERSION: u32 = 7;
 
 /// The first four bytes of a handshake frame.
 pub const HANDSHAKE_MAGIC: [u8; 4] = *b"CFXR";
@@ -132,6 +134,10 @@ pub struct Welcome {
     /// partitions, in memory or on disk, are released at registration; without high
     /// availability the list is empty.
     pub keep_jobs: Vec<JobId>,
+    /// The leader's fencing token under high availability (`None` without): a TaskManager
+    /// that has seen a larger one refuses this JobManager, and one session is bound to one
+    /// token, so every message on it is the leader's of that token.
+    pub fencing_token: Option<u64>,
 }
 
 /// A partition named by its intermediate result and partition number.
@@ -481,6 +487,9 @@ pub enum ClientRequest {
     /// One job's summary; answered with [`ClientResponse::Job`] (or an error for a job the
     /// JobManager does not know). O(job vertices), never the whole job table.
     Status(JobId),
+    /// How many TaskManagers are registered; answered with
+    /// [`ClientResponse::TaskManagerCount`].
+    TaskManagerCount,
 }
 
 /// One job as `list` and `status` show it (the fields of Flink's `JobDetails`, which
@@ -544,4 +553,6 @@ pub enum ClientResponse {
     Error(String),
     /// One job's summary.
     Job(JobSummary),
+    /// The TaskManagers registered now.
+    TaskManagerCount(u64),
 }

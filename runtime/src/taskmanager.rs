@@ -244,15 +244,15 @@ async fn serve(
     let mut backoff = config.retry_interval_ms.max(1);
     let max_backoff = config.retry_interval_ms.max(1) * 10;
     let mut log = registration_log::RegistrationLog::default();
+    let outer_config = config;
+    // The highest fencing token seen (high availability): a JobManager below it is deposed.
+    let mut highest_token = 0u64;
     // Since when it has had no JobManager while holding partitions (a session lost): past
     // `partitions_kept_without_jobmanager_ms` they are released.
     let mut without_jobmanager: Option<std::time::Instant> = None;
+    let kept = Duration::from_millis(outer_config.partitions_kept_without_jobmanager_ms);
     loop {
-        // Before the hello: the JobManager registers this TaskManager (and starts its heartbeat
-        // timeout) later.
-        let registering_since = std::time::Instant::now();
         if let Some(since) = without_jobmanager {
-            let kept = Duration::from_millis(config.partitions_kept_without_jobmanager_ms);
             if since.elapsed() >= kept {
                 let released = partitions.release_jobs_except(&[]);
                 tracing::info!(
@@ -263,14 +263,59 @@ async fn serve(
                 without_jobmanager = None;
             }
         }
+        // Under high availability: the leader ZooKeeper publishes, waited for (waking to
+        // release the kept partitions when that time comes first).
+        let (session_config, leader_token) = match &outer_config.leader {
+            None => (outer_config.clone(), None),
+            Some(leader) => {
+                let mut leader = leader.clone();
+                let release_at = without_jobmanager.map(|since| since + kept);
+                let info = tokio::select! {
+                    info = leader.wait_for(|l| l.as_ref().is_some_and(|l| l.fencing_token >= highest_token)) => {
+                        info.ok().and_then(|i| i.clone())
+                    }
+                    () = sleep_until(release_at) => continue,
+                    () = &mut shutdown => return Ok(()),
+                };
+                let Some(info) = info else {
+                    // The retrieval stopped: nothing more to follow.
+                    return Ok(());
+                };
+                let mut c = outer_config.clone();
+                c.jobmanager = info.rpc_address;
+                (c, Some(info.fencing_token))
+            }
+        };
+        let config = &session_config;
+        // Before the hello: the JobManager registers this TaskManager (and starts its heartbeat
+        // timeout) later.
+        let registering_since = std::time::Instant::now();
         // The registration lists the finished partitions held now (batch job recovery).
         let hello = with_held_partitions(hello, partitions.held_blocking());
         let attempt = tokio::select! {
             attempt = connect(&config.jobmanager, &hello, config.max_frame_bytes, timeout) => attempt,
+            // A leader that stopped answering was replaced: register with the new one.
+            () = leader_other_than(&config.leader, leader_token) => continue,
             () = &mut shutdown => return Ok(()),
+        };
+        let attempt = match (attempt, leader_token) {
+            (Ok((_, welcome)), Some(_)) if welcome.fencing_token.unwrap_or(0) < highest_token => {
+                tracing::warn!(
+                    jobmanager = %config.jobmanager,
+                    token = ?welcome.fencing_token,
+                    highest_token,
+                    "refusing a deposed leader (its fencing token is below one already seen)"
+                );
+                Err(RpcError::Closed(config.jobmanager.clone()))
+            }
+            (attempt, _) => attempt,
         };
         match attempt {
             Ok((conn, welcome)) => {
+                highest_token = highest_token.max(welcome.fencing_token.unwrap_or(0));
+                // Another leader published: this session ends and the TaskManager follows.
+                let moved = leader_other_than(&config.leader, welcome.fencing_token);
+                tokio::pin!(moved);
                 without_jobmanager = None;
                 backoff = config.retry_interval_ms.max(1);
                 if let Some((attempts, took)) = log.succeeded(std::time::Instant::now()) {
@@ -311,6 +356,7 @@ async fn serve(
                     Arc::clone(&metrics),
                     wordcount,
                     shutdown.as_mut(),
+                    moved.as_mut(),
                 )
                 .await;
                 match end {
@@ -351,9 +397,43 @@ async fn serve(
         }
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(backoff)) => {}
+            // Another leader was published: registered with at once.
+            () = leader_other_than(&config.leader, leader_token) => {
+                backoff = config.retry_interval_ms.max(1);
+                continue;
+            }
             () = &mut shutdown => return Ok(()),
         }
         backoff = (backoff * 2).min(max_backoff);
+    }
+}
+
+/// Resolves when `leader` (high availability) publishes a leader other than the one of `token`
+/// (another, or none); never without high availability.
+async fn leader_other_than(
+    leader: &Option<tokio::sync::watch::Receiver<Option<conflux_ha::LeaderInfo>>>,
+    token: Option<u64>,
+) {
+    match (leader, token) {
+        (Some(leader), Some(token)) => {
+            let mut leader = leader.clone();
+            if leader
+                .wait_for(|l| l.as_ref().map(|l| l.fencing_token) != Some(token))
+                .await
+                .is_err()
+            {
+                std::future::pending::<()>().await;
+            }
+        }
+        _ => std::future::pending::<()>().await,
+    }
+}
+
+/// Resolves at `at`; never for `None`.
+async fn sleep_until(at: Option<std::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending::<()>().await,
     }
 }
 
@@ -398,6 +478,7 @@ async fn session(
     metrics: Arc<TaskManagerMetrics>,
     wordcount: WordCountContext,
     mut shutdown: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    mut leader_moved: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
 ) -> SessionEnd {
     let Some(id) = welcome.task_manager_id else {
         return SessionEnd::Lost("the JobManager sent no TaskManager id".into());
@@ -430,6 +511,7 @@ async fn session(
         priority_rx,
         updates_rx,
         FaultInjector::new(RpcFaults::default(), 0),
+        None,
     ));
     let ctx = Arc::new(SessionContext {
         blob_cache: Arc::clone(&blob_cache),
@@ -472,6 +554,7 @@ async fn session(
             next = next_frame(&mut stream, peer, frame, "heartbeat or task", timeout) => next,
             () = side.lost.notified() => break side.end(),
             () = &mut shutdown => break SessionEnd::Shutdown,
+            () = &mut leader_moved => break SessionEnd::Lost("another JobManager leads now".into()),
         };
         let body = match next {
             Ok(body) => body,

@@ -216,11 +216,19 @@ pub(crate) struct JobManagerArgs {
     pub(crate) limits: JobManagerLimitsArgs,
     #[command(flatten)]
     pub(crate) speculative: SpeculativeOptionsArgs,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
+    /// Exit when standard input closes (how `conflux cluster --job-managers N` makes sure no
+    /// JobManager outlives it).
+    #[arg(long, hide = true)]
+    pub(crate) exit_with_parent: bool,
     /// Where submitted jobs, their results and their event logs are kept (Flink's
     /// `high-availability.storageDir`): a JobManager started on it recovers every job that has
     /// not ended, keeping the finished tasks whose partitions TaskManagers still hold (batch
-    /// jobs). Default: nothing is kept.
-    #[arg(help_heading = crate::headings::STORAGE, long, value_parser = Utf8Path)]
+    /// jobs). Under high availability (required then) the leader keeps them in its cluster
+    /// id's subdirectory, which every JobManager of the cluster must see (a shared file system
+    /// across hosts), with pointers in ZooKeeper. Default: nothing is kept.
+    #[arg(help_heading = crate::headings::HIGH_AVAILABILITY, long, value_parser = Utf8Path)]
     pub(crate) ha_storage_dir: Option<PathBuf>,
     /// How long a recovered job waits for the TaskManagers that held its finished partitions
     /// to register again, ms (Flink's
@@ -339,9 +347,11 @@ pub(crate) struct TaskManagerArgs {
     #[command(flatten)]
     pub(crate) log: crate::logging::LogArgs,
     /// The JobManager's HOST:PORT (required here or as `jobmanager.rpc.address` in the
-    /// configuration).
+    /// configuration, unless high availability finds the leader).
     #[arg(help_heading = crate::headings::CLUSTER, long)]
     pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     /// Slots offered, 1 to 65,536 (required here or as `taskmanager.numberOfTaskSlots`).
     #[arg(help_heading = crate::headings::CLUSTER, long, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub(crate) slots: Option<u32>,
@@ -395,11 +405,14 @@ impl TaskManagerArgs {
         // Without --data-dir, `taskmanager` sets its working directory once the flags are
         // valid.
         let data_dir = self.data_dir.clone().unwrap_or_default();
-        let jobmanager = required(
-            self.jobmanager.clone(),
-            "--jobmanager",
-            "jobmanager.rpc.address",
-        )?;
+        let jobmanager = match self.ha.options()? {
+            Some(options) => format!("the leader of cluster id {}", options.cluster_id),
+            None => required(
+                self.jobmanager.clone(),
+                "--jobmanager",
+                "jobmanager.rpc.address",
+            )?,
+        };
         let slots = required(self.slots, "--slots", "taskmanager.numberOfTaskSlots")?;
         let mut config = TaskManagerConfig::new(jobmanager, slots, data_dir);
         config.advertised_host = self.advertised_address;
@@ -464,9 +477,12 @@ pub(crate) struct SubmitArgs {
     #[command(flatten)]
     pub(crate) load: LoadArgs,
     /// The JobManager's HOST:PORT (required here, in CONFLUX_JOBMANAGER or as
-    /// `jobmanager.rpc.address` in the configuration).
+    /// `jobmanager.rpc.address` in the configuration, unless high availability finds the
+    /// leader).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
     pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     #[command(flatten)]
     pub(crate) token: TokenArgs,
     #[command(flatten)]
@@ -486,21 +502,14 @@ pub(crate) struct SubmitArgs {
     pub(crate) settings: ConfigArgs,
 }
 
-impl SubmitArgs {
-    /// The JobManager's HOST:PORT.
-    pub(crate) fn jobmanager(&self) -> Result<&str, Failure> {
-        self.jobmanager
-            .as_deref()
-            .ok_or_else(|| Failure::input(anyhow!("--jobmanager (or CONFLUX_JOBMANAGER, or jobmanager.rpc.address in the configuration) is required")))
-    }
-}
-
 /// `conflux list`.
 #[derive(clap::Args)]
 pub(crate) struct ListArgs {
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (without high availability).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
-    pub(crate) jobmanager: String,
+    pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     /// Only running jobs (and restarting, failing, cancelling ones), as Flink's `flink list -r`.
     #[arg(short, long)]
     pub(crate) running: bool,
@@ -523,9 +532,11 @@ pub(crate) struct ListArgs {
 pub(crate) struct CancelArgs {
     /// The job's id (32 hex digits, as `submit` and `list` print it).
     pub(crate) job_id: String,
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (without high availability).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
-    pub(crate) jobmanager: String,
+    pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     #[command(flatten)]
     pub(crate) token: TokenArgs,
 }
@@ -535,9 +546,11 @@ pub(crate) struct CancelArgs {
 pub(crate) struct JobQueryArgs {
     /// The job's id (32 hex digits, as `submit` and `list` print it).
     pub(crate) job_id: String,
-    /// The JobManager's HOST:PORT.
+    /// The JobManager's HOST:PORT (without high availability).
     #[arg(help_heading = crate::headings::CLUSTER, long, env = "CONFLUX_JOBMANAGER")]
-    pub(crate) jobmanager: String,
+    pub(crate) jobmanager: Option<String>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::HaArgs,
     #[command(flatten)]
     pub(crate) token: TokenArgs,
     /// Output format.
@@ -570,6 +583,23 @@ pub(crate) struct ClusterArgs {
     /// this long after the submission, ms; it is not replaced.
     #[arg(help_heading = crate::headings::FAULTS, long)]
     pub(crate) kill_task_manager_after_ms: Option<u64>,
+    /// JobManager processes to start, 1 to 16. With more than one (or with
+    /// `--zookeeper-quorum`) they run as child processes under ZooKeeper high availability:
+    /// one leads, the others stand by; ZooKeeper is started here when no quorum is given
+    /// (Debian's `zookeeper` package). With 1 the JobManager runs in this process.
+    #[arg(help_heading = crate::headings::HIGH_AVAILABILITY, long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=16))]
+    pub(crate) job_managers: u32,
+    /// Injected fault: SIGKILL the leading JobManager this long after the submission, ms
+    /// (counted once every TaskManager registered); a standby takes over. Needs
+    /// `--job-managers` 2 or more.
+    #[arg(help_heading = crate::headings::FAULTS, long)]
+    pub(crate) kill_job_manager_after_ms: Option<u64>,
+    #[command(flatten)]
+    pub(crate) ha: crate::ha::ClusterHaArgs,
+    /// The JobManager children's flags that this command line gave (those `jobmanager` also
+    /// takes), filled after parsing.
+    #[arg(skip)]
+    pub(crate) jobmanager_flags: Vec<std::ffi::OsString>,
     #[command(flatten)]
     pub(crate) rpc: RpcArgs,
     #[command(flatten)]

@@ -17,10 +17,10 @@ use crate::work_dir::{self, Kind, WorkDir};
 use crate::Failure;
 
 /// The TaskManager children: killed and reaped when dropped, whatever happened.
-struct Children(Vec<Child>);
+pub(super) struct Children(pub(super) Vec<Child>);
 
 impl Children {
-    fn kill_pid(&mut self, pid: u32) -> bool {
+    pub(super) fn kill_pid(&mut self, pid: u32) -> bool {
         match self.0.iter_mut().find(|c| c.id() == pid) {
             Some(child) => {
                 let killed = child.kill().is_ok();
@@ -32,7 +32,7 @@ impl Children {
     }
 
     /// A child that has exited, with its status.
-    fn exited(&mut self) -> Option<(u32, std::process::ExitStatus)> {
+    pub(super) fn exited(&mut self) -> Option<(u32, std::process::ExitStatus)> {
         self.0
             .iter_mut()
             .find_map(|c| c.try_wait().ok().flatten().map(|s| (c.id(), s)))
@@ -41,7 +41,8 @@ impl Children {
 
 impl Drop for Children {
     fn drop(&mut self) {
-        for child in &mut self.0 {
+        // The last started first: TaskManagers before the JobManagers they follow.
+        for child in self.0.iter_mut().rev() {
             let _ = child.kill();
         }
         for child in &mut self.0 {
@@ -59,7 +60,7 @@ impl Drop for Children {
 const TASKMANAGER_WORK_NICE: u8 = 19;
 
 /// Slots per TaskManager: the job's slot demand spread evenly.
-fn default_slots(bytes: &[u8], args: &ClusterArgs) -> Result<u32, Failure> {
+pub(super) fn default_slots(bytes: &[u8], args: &ClusterArgs) -> Result<u32, Failure> {
     let job = conflux_graph::load::load(bytes, &args.load.options())
         .map_err(|e| Failure::input(anyhow!("{}: {e}", args.file.display())))?;
     let graph = ExecutionGraph::build(job)
@@ -69,7 +70,7 @@ fn default_slots(bytes: &[u8], args: &ClusterArgs) -> Result<u32, Failure> {
         .max(1))
 }
 
-fn options_dir(args: &ClusterArgs) -> Result<std::path::PathBuf, Failure> {
+pub(super) fn options_dir(args: &ClusterArgs) -> Result<std::path::PathBuf, Failure> {
     args.job
         .output_dir
         .clone()
@@ -180,55 +181,11 @@ async fn run_on(
     let exe = std::env::current_exe()
         .context("finding the conflux executable")
         .map_err(Failure::Work)?;
-    let token = args.token.token()?;
-    for i in 0..args.task_managers {
-        let slowdown = args.slowdown_of(i)?;
-        // Its work threads lower their own priority (`--work-nice`), its heartbeat thread does not.
-        let mut command = Command::new(&exe);
-        // A TaskManager daemon logs at INFO by default; as children of one run they only warn,
-        // unless RUST_LOG says otherwise (it is inherited).
-        if std::env::var_os("RUST_LOG").is_none() {
-            command.env("RUST_LOG", "warn");
-        }
-        // The secret goes in the child's environment: its command line is visible to `ps`.
-        command.env_remove(crate::token::TOKEN_ENV);
-        if let Some(token) = &token {
-            command.env(crate::token::TOKEN_ENV, token);
-        }
-        command.arg("taskmanager");
-        if args.log.log_format == crate::logging::LogFormat::Json {
-            command.args(["--log-format", "json"]);
-        }
-        let child = command
-            .arg("--jobmanager")
-            .arg(jm.address().to_string())
-            .arg("--slots")
-            .arg(slots.to_string())
-            .arg("--data-dir")
-            .arg(work.join(format!("tm-{i}")))
-            .arg("--exit-with-parent")
-            .arg("--work-nice")
-            .arg(TASKMANAGER_WORK_NICE.to_string())
-            .args(args.partition_requests.to_args())
-            .args(
-                (slowdown > 1.0)
-                    .then(|| ["--slowdown".to_owned(), slowdown.to_string()])
-                    .into_iter()
-                    .flatten(),
-            )
-            .args(
-                args.data_dir_max_bytes
-                    .map(|b| ["--data-dir-max-bytes".to_owned(), b.to_string()])
-                    .into_iter()
-                    .flatten(),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting TaskManager {i}"))
-            .map_err(Failure::Work)?;
-        children.0.push(child);
-    }
+    let jobmanager = [
+        std::ffi::OsString::from("--jobmanager"),
+        jm.address().to_string().into(),
+    ];
+    spawn_task_managers(args, &exe, slots, work, &jobmanager, children)?;
     // Cleared on every return path (dropped).
     let spinner = crate::progress::spinner(format!("starting {} TaskManagers", args.task_managers));
     let deadline = Instant::now() + REGISTRATION_TIMEOUT;
@@ -305,5 +262,74 @@ async fn run_on(
     }
     report.killed_task_manager = killed;
     report.kill_skipped = kill_skipped;
+    // One JobManager, in this process: it never changes.
+    report.leader_changes = Some(0);
     Ok(report)
+}
+
+/// Starts `args.task_managers` TaskManager children of `exe` with `slots` slots each, their data
+/// directories under `work`, registering with what `jobmanager` names (`--jobmanager ADDRESS`,
+/// or the high-availability flags that find the leader); each is pushed onto `children` as it
+/// starts.
+///
+/// # Errors
+/// A work failure when a child cannot be started; an input failure for a bad slowdown.
+pub(super) fn spawn_task_managers(
+    args: &ClusterArgs,
+    exe: &std::path::Path,
+    slots: u32,
+    work: &std::path::Path,
+    jobmanager: &[std::ffi::OsString],
+    children: &mut Children,
+) -> Result<(), Failure> {
+    let token = args.token.token()?;
+    for i in 0..args.task_managers {
+        let slowdown = args.slowdown_of(i)?;
+        // Its work threads lower their own priority (`--work-nice`), its heartbeat thread does not.
+        let mut command = Command::new(exe);
+        // A TaskManager daemon logs at INFO by default; as children of one run they only warn,
+        // unless RUST_LOG says otherwise (it is inherited); the ZooKeeper client's retries
+        // (high availability) are not news.
+        if std::env::var_os("RUST_LOG").is_none() {
+            command.env("RUST_LOG", "warn,zookeeper_client=error");
+        }
+        // The secret goes in the child's environment: its command line is visible to `ps`.
+        command.env_remove(crate::token::TOKEN_ENV);
+        if let Some(token) = &token {
+            command.env(crate::token::TOKEN_ENV, token);
+        }
+        command.arg("taskmanager");
+        if args.log.log_format == crate::logging::LogFormat::Json {
+            command.args(["--log-format", "json"]);
+        }
+        let child = command
+            .args(jobmanager)
+            .arg("--slots")
+            .arg(slots.to_string())
+            .arg("--data-dir")
+            .arg(work.join(format!("tm-{i}")))
+            .arg("--exit-with-parent")
+            .arg("--work-nice")
+            .arg(TASKMANAGER_WORK_NICE.to_string())
+            .args(args.partition_requests.to_args())
+            .args(
+                (slowdown > 1.0)
+                    .then(|| ["--slowdown".to_owned(), slowdown.to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
+            .args(
+                args.data_dir_max_bytes
+                    .map(|b| ["--data-dir-max-bytes".to_owned(), b.to_string()])
+                    .into_iter()
+                    .flatten(),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .with_context(|| format!("starting TaskManager {i}"))
+            .map_err(Failure::Work)?;
+        children.0.push(child);
+    }
+    Ok(())
 }

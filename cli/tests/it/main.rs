@@ -9,6 +9,7 @@ mod cluster;
 mod cluster_limits;
 mod config;
 mod dashboards;
+mod ha;
 mod hosts;
 mod jobs;
 mod limits;

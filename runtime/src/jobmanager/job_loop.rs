@@ -149,6 +149,9 @@ pub(crate) struct LoopContext<'a> {
     pub(crate) jobs: &'a Jobs,
     /// The storage directory, where each job's event log is kept (none: no log).
     pub(crate) store: Option<&'a conflux_job_store::StorageDir>,
+    /// Under high availability, the leader's lease: the event log is written only while it
+    /// holds.
+    pub(crate) lease: Option<conflux_ha::LeaseHandle>,
     /// How long a recovered job waits for the TaskManagers that held its finished partitions,
     /// ms (Flink's `execution.batch.job-recovery.previous-worker.recovery.timeout`).
     pub(crate) recovery_timeout_ms: u64,
@@ -360,7 +363,8 @@ pub(crate) fn run_job(
                 }
             }
         }
-        run.event_log = event_log::JobEventLog::open(store, &id.to_string(), kept);
+        run.event_log =
+            event_log::JobEventLog::open(store, &id.to_string(), kept, ctx.lease.clone());
     }
     {
         // Registering as the current job and listing the TaskManagers happen under one lock, so
@@ -489,6 +493,8 @@ pub(crate) fn run_job(
         data: run.data.report(&job.tasks, &graph),
         tasks_recovered,
         recovery_replay_ms: replay_ms,
+        leader_changes: None,
+        recovery_ms: None,
     }
 }
 

@@ -15,6 +15,7 @@ use conflux_blob_api::JobId;
 use conflux_job_store::{JobResultEntry, JobStoreEntry, RecoveredJob, StorageDir};
 use serde::{Deserialize, Serialize};
 
+use crate::high_availability::LeaderContext;
 use crate::jobmanager::{JobManagerError, Shared};
 use crate::protocol::JobSubmission;
 use crate::report::JobReport;
@@ -67,10 +68,22 @@ pub(crate) fn store_submission(
 }
 
 /// Records how a job ended and removes its job store entry and event log (Flink's
-/// JobResultStore entry, then the cleanup of a globally terminated job). Failures are logged:
-/// the job has ended either way.
-pub(crate) fn job_ended(store: &StorageDir, id: JobId, report: &JobReport) {
+/// JobResultStore entry, then the cleanup of a globally terminated job), then under high
+/// availability its ZooKeeper pointer (through `handle`, from the job runner's thread). A
+/// JobManager past its leadership lease writes nothing: the job is the next leader's. Failures
+/// are logged: the job has ended either way.
+pub(crate) fn job_ended(
+    store: &StorageDir,
+    id: JobId,
+    report: &JobReport,
+    leader: Option<&LeaderContext>,
+    handle: &tokio::runtime::Handle,
+) {
     let job = id.to_string();
+    if leader.is_some_and(|l| !l.lease.is_valid()) {
+        tracing::warn!(%job, "job result not recorded: this JobManager no longer leads");
+        return;
+    }
     let result = JobResultEntry {
         job: job.clone(),
         status: report.status.clone(),
@@ -82,6 +95,9 @@ pub(crate) fn job_ended(store: &StorageDir, id: JobId, report: &JobReport) {
     }
     if let Err(e) = store.remove_job(&job) {
         tracing::warn!(%job, "job store entry not removed: {e}");
+    }
+    if let Some(leader) = leader {
+        handle.block_on(leader.remove_pointer(id));
     }
 }
 
@@ -99,6 +115,9 @@ pub(crate) async fn recover_jobs(shared: &Arc<Shared>, store: &StorageDir) -> Ve
         }
     };
     let mut recovered = Vec::new();
+    // Jobs that ended here or before (their result recorded): under high availability their
+    // ZooKeeper pointers go too.
+    let mut ended = Vec::new();
     for job in jobs {
         let Ok(id) = job.parse::<JobId>() else {
             tracing::warn!(%job, "not a job id: skipped");
@@ -111,6 +130,7 @@ pub(crate) async fn recover_jobs(shared: &Arc<Shared>, store: &StorageDir) -> Ve
                 if let Err(e) = store.remove_job(&job) {
                     tracing::warn!(%job, "job store entry not removed: {e}");
                 }
+                ended.push(id);
                 continue;
             }
             Ok(None) => {}
@@ -126,6 +146,10 @@ pub(crate) async fn recover_jobs(shared: &Arc<Shared>, store: &StorageDir) -> Ve
             if let Err(e) = store.put_result(&result) {
                 tracing::error!(%job, "job result not recorded: {e}");
             }
+        };
+        let mut fail = |reason: String| {
+            fail(reason);
+            ended.push(id);
         };
         let entry = match store.read_job(&job) {
             Ok(entry) => entry,
@@ -166,6 +190,11 @@ pub(crate) async fn recover_jobs(shared: &Arc<Shared>, store: &StorageDir) -> Ve
                 recovered.push(id);
             }
             Err(e) => fail(format!("its submission is refused now: {e}")),
+        }
+    }
+    if let Some(leader) = &shared.config.leader {
+        for id in ended {
+            leader.remove_pointer(id).await;
         }
     }
     recovered

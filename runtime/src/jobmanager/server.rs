@@ -92,6 +92,7 @@ async fn serve(stream: TcpStream, peer: &str, shared: &Arc<Shared>) -> Result<()
             // The jobs this JobManager recovered and still runs (none without a storage
             // directory): a registering TaskManager releases every other job's partitions.
             keep_jobs: shared.recovering(),
+            fencing_token: shared.config.leader.as_ref().map(|l| l.fencing_token),
         })
     };
     match role {
@@ -206,6 +207,7 @@ async fn serve_task_manager(
         outbox.priority,
         outbox.normal,
         FaultInjector::new(shared.config.rpc.faults, u64::from(id.0)),
+        shared.config.leader.as_ref().map(|l| l.lease.clone()),
     ));
     // The heartbeat loop decides liveness; this bound only ends a reader whose TaskManager was
     // lost without its socket closing.
@@ -399,6 +401,9 @@ async fn serve_client(
                 Err(e) => ClientResponse::Error(e.to_string()),
             },
             ClientRequest::List => ClientResponse::Jobs(shared.jobs.list()),
+            ClientRequest::TaskManagerCount => {
+                ClientResponse::TaskManagerCount(shared.registry.lock().alive.len() as u64)
+            }
             ClientRequest::Status(job) => match shared.jobs.summary(job) {
                 Some(summary) => ClientResponse::Job(summary),
                 None => ClientResponse::Error(JobManagerError::UnknownJob(job).to_string()),

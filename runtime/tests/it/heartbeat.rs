@@ -226,6 +226,7 @@ async fn a_silent_jobmanager_is_lost_after_the_heartbeat_timeout() {
             heartbeat_timeout_ms: 300,
             registration_secret: Some(Secret([5; 16])),
             keep_jobs: Vec::new(),
+            fencing_token: None,
         })),
     ));
     let (mut first, _) = within(

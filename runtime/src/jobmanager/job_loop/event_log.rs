@@ -5,6 +5,9 @@
 //! fsyncs it, compacting the log past its limit. The scheduler's thread never waits for the
 //! disk.
 //!
+//! Under high availability a JobManager past its lease appends nothing more (the next leader
+//! owns the log from then on): the writer checks the lease before every batch.
+//!
 //! A log that cannot be written is deleted and no more is written (logged at ERROR): a job
 //! recovered without it runs again from the start, never from a log that misses a reset.
 
@@ -20,9 +23,15 @@ pub(super) struct JobEventLog {
 }
 
 impl JobEventLog {
-    /// Opens (rewrites as the snapshot of `state`) the log of `job` and starts its writer.
-    /// `None` when it cannot be opened (logged): the job runs without a log.
-    pub(super) fn open(store: &StorageDir, job: &str, state: RecoveredJob) -> Option<JobEventLog> {
+    /// Opens (rewrites as the snapshot of `state`) the log of `job` and starts its writer,
+    /// which writes only while `lease` (high availability) holds. `None` when it cannot be
+    /// opened (logged): the job runs without a log.
+    pub(super) fn open(
+        store: &StorageDir,
+        job: &str,
+        state: RecoveredJob,
+        lease: Option<conflux_ha::LeaseHandle>,
+    ) -> Option<JobEventLog> {
         let mut writer = match store.event_log(job, state) {
             Ok(writer) => writer,
             Err(e) => {
@@ -39,6 +48,10 @@ impl JobEventLog {
                     // What else is waiting joins this batch: one fsync for all.
                     while let Ok(more) = batches.try_recv() {
                         batch.extend(more);
+                    }
+                    if lease.as_ref().is_some_and(|l| !l.is_valid()) {
+                        tracing::warn!(job = %name, "event log no longer written: this JobManager's leadership lease ended");
+                        return Some(writer.bytes());
                     }
                     if let Err(e) = writer.append(&batch) {
                         tracing::error!(job = %name, "event log not written: {e}; deleting it, so that a recovery runs the job from the start");

@@ -1003,7 +1003,7 @@ fn a_paused_jobmanager_loses_its_task_managers_and_the_job_recovers() {
 
 /// A word count job of `sources` x `counters` subtasks whose sources emit `words` words each
 /// (vocabulary 5,000, seed 5), joined by a BLOCKING all-to-all edge.
-fn word_count_with_data(dir: &Path, sources: u32, counters: u32, words: u64) -> String {
+pub(crate) fn word_count_with_data(dir: &Path, sources: u32, counters: u32, words: u64) -> String {
     let path = dir.join("wordcount-data.json");
     let job = format!(
         r#"{{"name":"word count","job_type":"batch","vertices":[

@@ -207,3 +207,60 @@ fn a_leader_cut_off_from_zookeeper_stops_acting_before_the_next_leads() {
     // The TaskManager left the old leader for the new one.
     tm.wait_for_log("registered", 2, Duration::from_secs(10));
 }
+
+/// `conflux cluster --job-managers 2` starts its own ZooKeeper, two JobManagers and TaskManagers
+/// that follow the leader; `--kill-job-manager-after-ms` kills the leader while the sinks run,
+/// the standby takes over and finishes the job, and the report counts the change and times it.
+#[test]
+fn cluster_with_two_job_managers_survives_its_killed_leader() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Skipped where no ZooKeeper can be started; `cluster` starts one of its own.
+    if zookeeper(dir.path()).is_none() {
+        return;
+    }
+    let file = crate::cluster::word_count_with_data(dir.path(), 4, 2, 200_000);
+    let out = dir.path().join("out");
+    let (status, stdout, stderr) = run_bounded(
+        "cluster-ha",
+        &[
+            "cluster",
+            &file,
+            "--job-managers",
+            "2",
+            "--task-managers",
+            "2",
+            "--slots",
+            "2",
+            "--zookeeper-session-timeout-ms",
+            "2000",
+            "--kill-job-manager-after-ms",
+            "1000",
+            "--restart-attempts",
+            "10",
+            "--sink-delay-us",
+            "30000",
+            "--output-dir",
+            out.to_str().expect("utf-8"),
+            "--verify",
+            "--format",
+            "json",
+        ],
+        dir.path(),
+        Duration::from_secs(120),
+    );
+    assert!(status.success(), "{stdout}\n{stderr}");
+    let r = json(&stdout, &stderr);
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert_eq!(r["leader_changes"], 1, "{r}");
+    assert_eq!(r["kill_skipped"], serde_json::Value::Null, "{r}");
+    let recovery_ms = r["recovery_ms"].as_f64().expect("recovery_ms");
+    // At least the 2 s session had to expire before the standby could lead.
+    assert!((1_000.0..60_000.0).contains(&recovery_ms), "{r}");
+    assert_eq!(r["data"]["output_verified"], true, "{r}");
+    // The sources finished before the kill are kept: the sinks' kill re-runs no source.
+    assert_eq!(
+        crate::cluster::u64_at(&r["data"]["reruns"], "source"),
+        0,
+        "{r}"
+    );
+}

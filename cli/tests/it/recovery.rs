@@ -2,8 +2,9 @@
 //! (`--ha-storage-dir`, Flink's `high-availability.storageDir`) killed with SIGKILL mid-job, a
 //! new one on the same address and directory; the TaskManagers register again with the
 //! partitions they kept, the job is recovered, finished tasks are not run again, the output is
-//! verified. Also: a truncated event log fails the job naming the file; a finished job is not
-//! run again.
+//! verified. Also killed during the final sinks, together with a TaskManager, and twice in a
+//! row (the replacement killed too); a truncated event log or a torn job store entry fails its
+//! job naming the file, not the JobManager; a finished job is not run again.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -28,8 +29,21 @@ fn word_count(dir: &Path, sources: u32, counters: u32, words: u64) -> String {
     path.to_str().expect("utf-8 path").to_owned()
 }
 
-/// A `conflux jobmanager` on `address` keeping jobs in `storage`; returns it and its address.
+/// A `conflux jobmanager` on `address` keeping jobs in `storage`, waiting up to 10 s for the
+/// TaskManagers of a recovered job; returns it and its address.
 fn start_jobmanager(name: &str, address: &str, dir: &Path, storage: &Path) -> (Proc, String) {
+    start_jobmanager_waiting(name, address, dir, storage, 10_000)
+}
+
+/// As [`start_jobmanager`], waiting `recovery_timeout_ms` for the previous TaskManagers.
+fn start_jobmanager_waiting(
+    name: &str,
+    address: &str,
+    dir: &Path,
+    storage: &Path,
+    recovery_timeout_ms: u64,
+) -> (Proc, String) {
+    let recovery_timeout_ms = recovery_timeout_ms.to_string();
     let blobs = dir.join(format!("{name}-blobs"));
     let mut jm = Proc::start(
         name,
@@ -48,7 +62,7 @@ fn start_jobmanager(name: &str, address: &str, dir: &Path, storage: &Path) -> (P
             "--ha-storage-dir",
             storage.to_str().expect("utf-8"),
             "--previous-worker-recovery-timeout-ms",
-            "10000",
+            &recovery_timeout_ms,
         ],
         dir,
         false,
@@ -92,6 +106,12 @@ fn submit(file: &str, address: &str, dir: &Path, out: &str, sink_delay_us: u64) 
 
 /// The source subtasks (vertices below `sources`) the job's event log says finished.
 fn sources_finished(storage: &Path, job: &str, sources: u32) -> usize {
+    finished_in(storage, job, 0..sources)
+}
+
+/// The subtasks of `vertices` (dense execution vertex indices: the sources first, then the
+/// counts) the job's event log says finished.
+fn finished_in(storage: &Path, job: &str, vertices: std::ops::Range<u32>) -> usize {
     let Ok(store) = StorageDir::open(storage) else {
         return 0;
     };
@@ -99,7 +119,7 @@ fn sources_finished(storage: &Path, job: &str, sources: u32) -> usize {
     conflux_job_store::RecoveredJob::replay(&events)
         .finished
         .keys()
-        .filter(|v| **v < sources)
+        .filter(|v| vertices.contains(v))
         .count()
 }
 
@@ -224,6 +244,182 @@ fn a_jobmanager_killed_during_the_sources_is_replaced_and_only_unfinished_source
     assert_eq!(u64_at(&r, "tasks_deployed"), 12 - recovered + 4, "{r}");
     assert_eq!(u64_at(&r["data"]["reruns"], "source"), 0, "{r}");
     assert!(verified, "the output is the expected word count");
+}
+
+#[test]
+fn a_jobmanager_killed_during_the_final_sinks_keeps_what_they_published() {
+    // 8 slow counts (the sinks) on 4 slots: killed once the first wave's first count is
+    // logged finished, while the rest of its wave still writes.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = dir.path().join("ha");
+    let (sources, counts) = (4, 8);
+    let file = word_count(dir.path(), sources, counts, 100_000);
+    let out = dir.path().join("out");
+    let out = out.to_str().expect("utf-8").to_owned();
+    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
+    let mut tm_a = start_taskmanager("tm-a", &address, 2, dir.path());
+    let mut tm_b = start_taskmanager("tm-b", &address, 2, dir.path());
+    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    let job = submit(&file, &address, dir.path(), &out, 50_000);
+    let all_counts = sources..sources + counts;
+    wait_until("a count finishes", Duration::from_secs(60), || {
+        finished_in(&storage, &job, all_counts.clone()) >= 1
+    });
+    jm.signal("KILL");
+    jm.kill();
+    let counts_at_kill = finished_in(&storage, &job, all_counts.clone());
+    assert!(counts_at_kill < counts as usize, "killed before the end");
+    let (mut jm2, _) = start_jobmanager("jm-2", &address, dir.path(), &storage);
+    let r = wait_report(&job, &address, dir.path());
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    // Every source and every count finished before the kill is kept; no source runs again.
+    let recovered = u64_at(&r, "tasks_recovered");
+    assert!(
+        recovered >= u64::from(sources) + counts_at_kill as u64,
+        "{recovered} kept, {counts_at_kill} counts finished at the kill: {r}"
+    );
+    assert_eq!(u64_at(&r["data"]["reruns"], "source"), 0, "{r}");
+    assert_eq!(
+        u64_at(&r, "tasks_deployed"),
+        u64::from(sources + counts) - recovered,
+        "{r}"
+    );
+    // The kept sinks' files and the re-run ones' together are exactly the word count.
+    assert!(verify(&file, &out), "the output is the expected word count");
+    tm_a.kill();
+    tm_b.kill();
+    jm2.kill();
+}
+
+#[test]
+fn a_jobmanager_and_a_task_manager_killed_at_once_lose_only_that_task_managers_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = dir.path().join("ha");
+    let (sources, counts) = (6, 4);
+    let file = word_count(dir.path(), sources, counts, 100_000);
+    let out = dir.path().join("out");
+    let out = out.to_str().expect("utf-8").to_owned();
+    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
+    let mut tm_a = start_taskmanager("tm-a", &address, 2, dir.path());
+    let mut tm_b = start_taskmanager("tm-b", &address, 2, dir.path());
+    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    // Slow sinks: the counts still run when every source is logged finished.
+    let job = submit(&file, &address, dir.path(), &out, 100_000);
+    wait_until("sources finish", Duration::from_secs(60), || {
+        sources_finished(&storage, &job, sources) == sources as usize
+    });
+    jm.signal("KILL");
+    tm_a.signal("KILL");
+    jm.kill();
+    tm_a.kill();
+    // tm-a never comes back: its partitions are waited for 1 s, then re-made.
+    let (mut jm2, _) = start_jobmanager_waiting("jm-2", &address, dir.path(), &storage, 1_000);
+    let r = wait_report(&job, &address, dir.path());
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    // tm-b's sources are kept, tm-a's run again; every count runs again.
+    let recovered = u64_at(&r, "tasks_recovered");
+    assert!(
+        (1..u64::from(sources)).contains(&recovered),
+        "some sources on each TaskManager: {r}"
+    );
+    assert_eq!(
+        u64_at(&r, "tasks_deployed"),
+        u64::from(sources) - recovered + u64::from(counts),
+        "{r}"
+    );
+    assert!(verify(&file, &out), "the output is the expected word count");
+    tm_b.kill();
+    jm2.kill();
+}
+
+#[test]
+fn a_replacement_killed_too_is_replaced_again_and_the_job_finishes() {
+    // 12 sources on 4 slots, three waves: the first JobManager killed after the first source
+    // finish is logged, its replacement after a later one; the third finishes the job.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = dir.path().join("ha");
+    let sources = 12;
+    let file = word_count(dir.path(), sources, 4, 200_000);
+    let out = dir.path().join("out");
+    let out = out.to_str().expect("utf-8").to_owned();
+    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
+    let mut tm_a = start_taskmanager("tm-a", &address, 2, dir.path());
+    let mut tm_b = start_taskmanager("tm-b", &address, 2, dir.path());
+    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    // Slow sinks: the job still runs when the second JobManager is killed, even if every
+    // source finished by then.
+    let job = submit(&file, &address, dir.path(), &out, 20_000);
+    let mut at_kill = 0;
+    for name in ["jm-2", "jm-3"] {
+        wait_until("another source finishes", Duration::from_secs(60), || {
+            let finished = sources_finished(&storage, &job, sources);
+            finished > at_kill || finished == sources as usize
+        });
+        jm.signal("KILL");
+        jm.kill();
+        at_kill = sources_finished(&storage, &job, sources);
+        if at_kill == sources as usize {
+            // The sources outran the kills: the rest of the test still holds, with fewer waves.
+            eprintln!("every source finished before {name} started");
+        }
+        (jm, _) = start_jobmanager(name, &address, dir.path(), &storage);
+    }
+    let r = wait_report(&job, &address, dir.path());
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert!(jm
+        .log()
+        .contains("job recovered from the storage directory"));
+    // The third JobManager keeps every source the log holds; none runs twice.
+    assert_eq!(u64_at(&r, "tasks_recovered"), at_kill as u64, "{r}");
+    assert_eq!(u64_at(&r["data"]["reruns"], "source"), 0, "{r}");
+    assert!(verify(&file, &out), "the output is the expected word count");
+    tm_a.kill();
+    tm_b.kill();
+    jm.kill();
+}
+
+#[test]
+fn a_torn_job_store_entry_fails_its_job_naming_the_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let storage = dir.path().join("ha");
+    let file = word_count(dir.path(), 4, 2, 100_000);
+    let out = dir.path().join("out");
+    let out = out.to_str().expect("utf-8").to_owned();
+    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
+    let mut tm = start_taskmanager("tm", &address, 2, dir.path());
+    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    let job = submit(&file, &address, dir.path(), &out, 200_000);
+    jm.signal("KILL");
+    jm.kill();
+    // The entry torn in the middle, as by a crash halfway through writing it.
+    let entry = storage.join("job-store").join(format!("{job}.entry"));
+    let bytes = std::fs::read(&entry).expect("job store entry");
+    std::fs::write(&entry, &bytes[..bytes.len() / 2]).expect("tear");
+    let (mut jm2, _) = start_jobmanager("jm-2", &address, dir.path(), &storage);
+    jm2.wait_for_log("job not recovered", 1, Duration::from_secs(10));
+    assert!(
+        jm2.log().contains(&entry.display().to_string()),
+        "{}",
+        jm2.log()
+    );
+    let result = std::fs::read_to_string(storage.join("job-results").join(format!("{job}.json")))
+        .expect("a job result");
+    assert!(
+        result.contains("\"FAILED\"") && result.contains(&entry.display().to_string()),
+        "{result}"
+    );
+    // The JobManager runs on: a new submission of the same job finishes.
+    let out2 = dir.path().join("out-2");
+    let out2 = out2.to_str().expect("utf-8").to_owned();
+    let again = submit(&file, &address, dir.path(), &out2, 0);
+    let r = wait_report(&again, &address, dir.path());
+    assert_eq!(r["status"], "FINISHED", "{r}");
+    assert!(
+        verify(&file, &out2),
+        "the output is the expected word count"
+    );
+    tm.kill();
+    jm2.kill();
 }
 
 #[test]

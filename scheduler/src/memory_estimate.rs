@@ -76,7 +76,8 @@ impl JobMemoryEstimate {
             + x.max_regions * PER_REGION
             + x.edge_consumers * u32_bytes
             + x.execution_vertices * SlotPool::waiting_slot_bytes_bound() as u64
-            + x.max_regions * SlotPool::bulk_check_bytes_bound() as u64;
+            + x.max_regions * SlotPool::bulk_check_bytes_bound() as u64
+            + SlotPool::queue_chunk_bytes_bound() as u64;
         if job.has_undecided() {
             // Per producer its total, per subpartition of a result read by a decision its sum
             // (at most the consumer's max parallelism subpartitions).

@@ -395,6 +395,15 @@ impl SlotPool {
         2 * std::mem::size_of::<BulkCheck>()
     }
 
+    /// The heap bytes the two queues (`queue`, `bulk_checks`) take beyond their entries, at
+    /// most: each allocates whole chunks of [`CHUNK`](crate::chunked_queue::CHUNK) entries, a
+    /// partly filled last one and a drained spare, however few entries it holds (a job of one
+    /// region still has a chunk of bulk checks).
+    pub(crate) const fn queue_chunk_bytes_bound() -> usize {
+        use std::mem::size_of;
+        2 * crate::chunked_queue::CHUNK * (size_of::<SharingKey>() + size_of::<BulkCheck>())
+    }
+
     /// Requests the shared slot of `v`: its physical slot when the sharing group instance
     /// already holds one (one more user), else `v` waits and the instance is queued.
     pub(crate) fn request(

@@ -45,35 +45,7 @@ impl GateLoader {
         let (requests, received) = mpsc::channel::<Request>();
         std::thread::Builder::new()
             .name("conflux-gate-loader".into())
-            .spawn(move || {
-                let mut cache = ShuffleDescriptorsCache::with_shared_decoded(
-                    DEFAULT_CACHE_BYTES,
-                    Arc::new(SharedDecodedGroups::new()),
-                );
-                let mut information = TaskInformationCache::default();
-                for request in received {
-                    match request {
-                        Request::Load { tdd, reader, reply } => {
-                            let reader: &dyn BlobReader = reader.as_ref();
-                            let result = information.get(&tdd, reader).and_then(|info| {
-                                let mut gates = Vec::with_capacity(tdd.input_gates.len());
-                                for (i, gate) in tdd.input_gates.iter().enumerate() {
-                                    gates.push(
-                                        load_input_gate(gate, tdd.job_id, reader, &mut cache)
-                                            .map_err(|e| format!("input gate {i}: {e}"))?,
-                                    );
-                                }
-                                Ok(LoadedTask { info, gates })
-                            });
-                            let _ = reply.send(result);
-                        }
-                        Request::ClearJob(job) => {
-                            cache.clear_job(job);
-                            information.clear_job(job);
-                        }
-                    }
-                }
-            })?;
+            .spawn(move || serve(&received))?;
         Ok(GateLoader { requests })
     }
 
@@ -99,6 +71,43 @@ impl GateLoader {
     /// Drops the job's cached descriptor groups.
     pub(crate) fn clear_job(&self, job: JobId) {
         let _ = self.requests.send(Request::ClearJob(job));
+    }
+}
+
+/// The loading thread: serves `received` in order until every handle is dropped.
+///
+/// A load nobody awaits any more is skipped: the task that asked was aborted while its load was
+/// queued (its JobManager was lost and the session cancelled its tasks). Without the skip, a
+/// new leader's deployments waited behind thousands of the dead session's loads, each retrying
+/// its blob fetch from the dead JobManager's blob server.
+fn serve(received: &mpsc::Receiver<Request>) {
+    let mut cache = ShuffleDescriptorsCache::with_shared_decoded(
+        DEFAULT_CACHE_BYTES,
+        Arc::new(SharedDecodedGroups::new()),
+    );
+    let mut information = TaskInformationCache::default();
+    for request in received {
+        match request {
+            Request::Load { reply, .. } if reply.is_closed() => {}
+            Request::Load { tdd, reader, reply } => {
+                let reader: &dyn BlobReader = reader.as_ref();
+                let result = information.get(&tdd, reader).and_then(|info| {
+                    let mut gates = Vec::with_capacity(tdd.input_gates.len());
+                    for (i, gate) in tdd.input_gates.iter().enumerate() {
+                        gates.push(
+                            load_input_gate(gate, tdd.job_id, reader, &mut cache)
+                                .map_err(|e| format!("input gate {i}: {e}"))?,
+                        );
+                    }
+                    Ok(LoadedTask { info, gates })
+                });
+                let _ = reply.send(result);
+            }
+            Request::ClearJob(job) => {
+                cache.clear_job(job);
+                information.clear_job(job);
+            }
+        }
     }
 }
 
@@ -199,6 +208,67 @@ mod tests {
         cache.clear_job(JobId([1; 16]));
         cache.get(&tdd(0, &source), &store).unwrap();
         assert_eq!(cache.decodes, 3);
+    }
+
+    /// Loads whose tasks were aborted (their receivers dropped) are not served: no blob is
+    /// read for them; a load still awaited is.
+    #[test]
+    fn loads_nobody_awaits_are_skipped() {
+        // Worker threads drive the cache's fetches while this thread serves the loads.
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = conflux_blob::BlobCacheConfig::new(dir.path());
+        // A blob server that is gone: every fetch fails.
+        config.server_url = Some("http://127.0.0.1:9".into());
+        config.fetch_retries = 0;
+        let reader = Arc::new(BlobCache::new(config, runtime.handle().clone()).unwrap());
+        let info = TaskInformation {
+            job_vertex_id: "source".into(),
+            parallelism: 1,
+            max_parallelism: 1,
+            slot_sharing_group: "default".into(),
+            operators: Vec::new(),
+        };
+        let (requests, received) = mpsc::channel();
+        let mut answers = Vec::new();
+        for v in 0..3 {
+            let mut dead = tdd(v, &info);
+            dead.task_information = MaybeOffloaded::Offloaded {
+                key: BlobKey::for_content(
+                    conflux_blob_api::BlobKind::Permanent,
+                    Some(dead.job_id),
+                    &[v as u8],
+                ),
+                len: 1,
+            };
+            let (reply, answer) = oneshot::channel();
+            drop(answer);
+            let (tdd, reader) = (Arc::new(dead), Arc::clone(&reader));
+            requests.send(Request::Load { tdd, reader, reply }).unwrap();
+        }
+        let (reply, answer) = oneshot::channel();
+        let (live, reader_for_live) = (Arc::new(tdd(3, &info)), Arc::clone(&reader));
+        requests
+            .send(Request::Load {
+                tdd: live,
+                reader: reader_for_live,
+                reply,
+            })
+            .unwrap();
+        answers.push(answer);
+        drop(requests);
+        serve(&received);
+        let loaded = answers.pop().unwrap().blocking_recv().unwrap().unwrap();
+        assert_eq!(*loaded.info, info);
+        assert_eq!(
+            reader.stats().misses,
+            0,
+            "no blob read for the skipped loads"
+        );
     }
 
     #[test]

@@ -168,7 +168,10 @@ fn none_exited(children: &mut Children, work: &Path, job_managers: u32) -> Resul
                 .and_then(|i| u32::try_from(i).ok());
             let what = match index {
                 Some(i) if i < job_managers => {
-                    format!("JobManager {i} (pid {pid}) exited ({status}): {}", log_tail(work, i))
+                    format!(
+                        "JobManager {i} (pid {pid}) exited ({status}): {}",
+                        log_tail(work, i)
+                    )
                 }
                 _ => format!("TaskManager process {pid} exited ({status})"),
             };
@@ -331,7 +334,9 @@ async fn kill_leader(
     }
     let Some(leader) = retrieval.current() else {
         return (
-            Some(format!("no leader was published at {after} ms: nothing was killed")),
+            Some(format!(
+                "no leader was published at {after} ms: nothing was killed"
+            )),
             None,
         );
     };

@@ -89,7 +89,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     ("graph", &["src/flink_plan.rs", "src/flink_plan/lean.rs"]),
-    ("operators", &["src/error.rs", "src/vocabulary.rs"]),
     (
         "planner",
         &[

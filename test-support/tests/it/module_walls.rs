@@ -99,7 +99,6 @@ const KNOWN: &[(&str, &[&str])] = &[
             "src/picture/svg.rs",
         ],
     ),
-    ("rest", &["src/routes.rs", "src/routes/dashboard.rs"]),
     (
         "runtime",
         &[

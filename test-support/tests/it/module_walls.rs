@@ -88,7 +88,6 @@ const KNOWN: &[(&str, &[&str])] = &[
             "src/wire.rs",
         ],
     ),
-    ("graph", &["src/flink_plan.rs", "src/flink_plan/lean.rs"]),
     (
         "planner",
         &[

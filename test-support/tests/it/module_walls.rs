@@ -73,10 +73,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "connections",
-        &["src/activity.rs", "src/cap.rs", "src/lib.rs"],
-    ),
-    (
         "deploy-descriptor",
         &[
             "src/factory.rs",

@@ -85,16 +85,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "planner",
-        &[
-            "src/picture.rs",
-            "src/picture/dot.rs",
-            "src/picture/drawing.rs",
-            "src/picture/mermaid.rs",
-            "src/picture/svg.rs",
-        ],
-    ),
-    (
         "runtime",
         &[
             "src/jobmanager.rs",

@@ -73,18 +73,6 @@ const KNOWN: &[(&str, &[&str])] = &[
         ],
     ),
     (
-        "deploy-descriptor",
-        &[
-            "src/factory.rs",
-            "src/lib.rs",
-            "src/shuffle.rs",
-            "src/task_manager.rs",
-            "src/tdd.rs",
-            "src/tdd_wire.rs",
-            "src/wire.rs",
-        ],
-    ),
-    (
         "runtime",
         &[
             "src/jobmanager.rs",

@@ -64,16 +64,6 @@ const KNOWN: &[(&str, &[&str])] = &[
             "src/jobmanager/server.rs",
         ],
     ),
-    (
-        "runtime",
-        &[
-            "src/taskmanager.rs",
-            "src/taskmanager/commit_lease.rs",
-            "src/taskmanager/metrics_server.rs",
-            "src/taskmanager/task.rs",
-            "src/taskmanager/wordcount.rs",
-        ],
-    ),
 ];
 
 #[test]

@@ -1,6 +1,6 @@
 //! `Shared`: what the JobManager's tasks share (configuration, metrics, the TaskManager registry,
-//! the job table, the storage directory, shutdown). Built by the JobManager, read by its
-//! servers, admission and recovery below it.
+//! the job table, the storage directory, shutdown). Below the JobManager that builds it and the
+//! servers, admission and recovery that read it.
 
 use std::net::SocketAddr;
 use std::sync::Arc;

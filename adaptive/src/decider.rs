@@ -2,10 +2,10 @@
 //! Flink 1.20's `DefaultVertexParallelismAndInputInfosDecider`.
 
 use std::borrow::Cow;
-use std::fmt;
 
 use conflux_graph::DistributionPattern;
 
+use crate::decide_error::DecideError;
 use crate::input_info::{
     compute_vertex_input_info_for_all_to_all, compute_vertex_input_info_for_pointwise,
     ExecutionVertexInputInfo, IndexRange,
@@ -158,75 +158,6 @@ pub struct ParallelismAndInputInfos {
     /// examined: their sums over producers do not tell which subtask reads the bytes.
     pub skewed_subpartitions: Vec<SkewedSubpartition>,
 }
-
-/// Why a decision could not be made. Each is a caller's mistake in the options or in the shape
-/// of the inputs, reported instead of Flink's failed preconditions.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DecideError {
-    /// An option is out of range (see [`BatchExecutionOptions::validate`]).
-    InvalidOptions(&'static str),
-    /// The vertex's own bounds are impossible: max parallelism 0, min parallelism 0, a fixed
-    /// parallelism of 0 or above the vertex's max, or a vertex min above what the max allows.
-    InvalidVertex(&'static str),
-    /// An input has no producer partitions or no subpartitions.
-    EmptyInput {
-        /// The input's index.
-        input: usize,
-    },
-    /// The non-broadcast ALL_TO_ALL inputs of an undecided vertex must share one subpartition
-    /// count (their subpartition indices are one key space), as Flink checks.
-    SubpartitionCountsDiffer {
-        /// The first count seen.
-        expected: u32,
-        /// The input that differs.
-        input: usize,
-        /// Its count.
-        found: u32,
-    },
-    /// More consumers would share one producer partition than it has subpartitions.
-    TooFewSubpartitions {
-        /// The input's index.
-        input: usize,
-        /// Subpartitions per partition.
-        subpartitions: u32,
-        /// Consumers that would share them.
-        consumers: u32,
-    },
-}
-
-impl fmt::Display for DecideError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecideError::InvalidOptions(rule) => write!(f, "invalid batch options: {rule}"),
-            DecideError::InvalidVertex(rule) => write!(f, "invalid vertex: {rule}"),
-            DecideError::EmptyInput { input } => {
-                write!(
-                    f,
-                    "input {input} has no producer partitions or no subpartitions"
-                )
-            }
-            DecideError::SubpartitionCountsDiffer {
-                expected,
-                input,
-                found,
-            } => write!(
-                f,
-                "all-to-all input {input} has {found} subpartitions per partition, \
-                 the others {expected}"
-            ),
-            DecideError::TooFewSubpartitions {
-                input,
-                subpartitions,
-                consumers,
-            } => write!(
-                f,
-                "input {input}: {consumers} consumers cannot share {subpartitions} subpartitions"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for DecideError {}
 
 /// Decides the parallelism of `vertex` and what each of its subtasks reads from each of
 /// `inputs`, as Flink 1.20's `DefaultVertexParallelismAndInputInfosDecider`:

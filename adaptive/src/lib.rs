@@ -27,14 +27,16 @@
 //! assert_eq!(decision.parallelism, 64); // 1 GiB / 16 MiB
 //! ```
 
+mod decide_error;
 mod decider;
 mod input_info;
 mod options;
 mod produced_bytes;
 mod skew_split;
 
+pub use decide_error::DecideError;
 pub use decider::{
-    decide_parallelism_and_input_infos, ConsumedInput, DecideError, ParallelismAndInputInfos,
+    decide_parallelism_and_input_infos, ConsumedInput, ParallelismAndInputInfos,
     SkewedSubpartition, VertexToDecide, MAX_NUM_SUBPARTITIONS_PER_TASK_CONSUME, SKEW_FACTOR,
 };
 pub use input_info::{

@@ -1,11 +1,10 @@
 //! Blob keys and job ids.
 
 use std::fmt;
+#[cfg(doc)]
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
-
-use crate::BlobError;
 
 /// A job's id: 16 bytes, written as 32 lower-case hex digits (Flink's `JobID`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -74,21 +73,6 @@ fn write_hex(f: &mut fmt::Formatter<'_>, bytes: &[u8]) -> fmt::Result {
     Ok(())
 }
 
-fn parse_hex<const N: usize>(s: &str) -> Option<[u8; N]> {
-    if s.len() != 2 * N
-        || !s
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
-        return None;
-    }
-    let mut out = [0u8; N];
-    for (i, byte) in out.iter_mut().enumerate() {
-        *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
-}
-
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write_hex(f, &self.0)
@@ -98,17 +82,6 @@ impl fmt::Display for JobId {
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write_hex(f, &self.0)
-    }
-}
-
-impl FromStr for JobId {
-    type Err = BlobError;
-
-    /// Parses 32 lower-case hex digits.
-    fn from_str(s: &str) -> Result<JobId, BlobError> {
-        parse_hex::<16>(s).map(JobId).ok_or_else(|| {
-            BlobError::InvalidKey(format!("'{s}' is not a job id (32 lower-case hex digits)"))
-        })
     }
 }
 
@@ -123,33 +96,6 @@ impl fmt::Display for BlobKey {
             None => f.write_str("no_job")?,
         }
         write!(f, "-{}", self.digest)
-    }
-}
-
-impl FromStr for BlobKey {
-    type Err = BlobError;
-
-    /// Parses the string form; anything else (other characters, lengths, kinds) is
-    /// [`BlobError::InvalidKey`].
-    fn from_str(s: &str) -> Result<BlobKey, BlobError> {
-        let invalid = || BlobError::InvalidKey(format!("'{}' is not a blob key", s.escape_debug()));
-        let mut parts = s.split('-');
-        let (Some(kind), Some(job), Some(digest), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(invalid());
-        };
-        let kind = match kind {
-            "p" => BlobKind::Permanent,
-            "t" => BlobKind::Transient,
-            _ => return Err(invalid()),
-        };
-        let job = match job {
-            "no_job" => None,
-            hex => Some(JobId(parse_hex::<16>(hex).ok_or_else(invalid)?)),
-        };
-        let digest = Digest(parse_hex::<32>(digest).ok_or_else(invalid)?);
-        Ok(BlobKey { kind, job, digest })
     }
 }
 

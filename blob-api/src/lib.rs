@@ -11,6 +11,7 @@
 
 mod error;
 mod key;
+mod key_parse;
 mod memory;
 mod service;
 

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
+use conflux_blob_api::{BlobError, BlobKey, BlobKind, BlobReader, JobId};
 use lru::LruCache;
 use tokio::runtime::Handle;
 
@@ -18,7 +19,6 @@ use crate::clock::Clock;
 use crate::config::BlobCacheConfig;
 use crate::layout::{self, blocking, io_err};
 use crate::store::BlobStore;
-use crate::{BlobError, BlobKey, BlobKind, BlobReader, JobId};
 
 /// Counters of a [`BlobCache`] since it was created, and what it holds now. The simulator
 /// reports blob fetches and cache hits per TaskManager from these.

@@ -4,8 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
-
-use crate::BlobKey;
+use conflux_blob_api::BlobKey;
 
 /// Where [`BlobCache`](crate::BlobCache)s configured with it
 /// ([`BlobCacheConfig::memory`](crate::BlobCacheConfig::memory)) keep their blobs instead of

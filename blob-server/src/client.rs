@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use conflux_blob_api::{BlobError, BlobKey, BlobKind, JobId};
 use reqwest::{RequestBuilder, Response, StatusCode};
 
 use crate::layout;
 use crate::protocol::{JobList, LIMIT_HEADER};
-use crate::{BlobError, BlobKey, BlobKind, JobId};
 
 /// How long an idle pooled connection is kept: 20 s.
 const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(20);

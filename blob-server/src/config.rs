@@ -5,11 +5,11 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use conflux_blob_api::JobId;
 use conflux_object_store::S3Config;
 
 use crate::cache_memory::SharedBlobMemory;
 use crate::clock::{Clock, SystemClock};
-use crate::JobId;
 
 /// Default cap on one blob: 1 GiB (1,073,741,824 bytes). Flink has no cap; one protects the
 /// server's disk from a runaway upload.

@@ -12,8 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::Bytes;
-
-use crate::{BlobError, BlobKey, Digest, JobId};
+use conflux_blob_api::{BlobError, BlobKey, Digest, JobId};
 
 /// The folder of uploads and downloads in progress.
 pub(crate) const INCOMING: &str = "incoming";

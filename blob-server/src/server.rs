@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use conflux_blob_api::{BlobError, BlobKey, BlobKind, BlobReader, BlobWriter, JobId};
 use tokio::runtime::{Handle, Runtime};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -32,7 +33,6 @@ use crate::bridge;
 use crate::config::BlobServerConfig;
 use crate::layout::{self, blocking, io_err};
 use crate::store::BlobStore;
-use crate::{BlobError, BlobKey, BlobKind, BlobReader, BlobWriter, JobId};
 
 use self::state::{ServerCore, KEY_LOCK_STRIPES};
 use self::stats::{bump, Counters};

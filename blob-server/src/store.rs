@@ -6,6 +6,8 @@ use std::path::Path as FsPath;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use conflux_blob_api::{BlobError, BlobKey, BlobKind, JobId};
+use conflux_object_store::S3Config;
 use futures_util::StreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
@@ -14,8 +16,6 @@ use tokio::io::AsyncReadExt;
 
 use crate::config::DurableStoreConfig;
 use crate::layout::{self, io_err};
-use crate::S3Config;
-use crate::{BlobError, BlobKey, BlobKind, JobId};
 
 /// Blobs above this size are uploaded in parts rather than read into memory at once.
 const MULTIPART_THRESHOLD: u64 = 16 << 20;

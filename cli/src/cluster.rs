@@ -4,8 +4,11 @@
 //! loopback and runs one job.
 
 mod args;
+mod duration_range;
+mod follow;
 mod forward;
 mod ha_local;
+mod in_process;
 mod local;
 mod paths;
 mod progress;
@@ -16,12 +19,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use conflux_runtime::connection::RpcError;
 use conflux_runtime::high_availability::LeaderContext;
 use conflux_runtime::protocol::{JobSubmission, JobSummary};
 use conflux_runtime::{ClientError, JobManager, JobManagerClient, TaskManager};
 
+pub(crate) use duration_range::parse_duration_range;
+use follow::{connection_lost, wait_following};
 pub(crate) use forward::jobmanager_flags;
+use in_process::{rest_url, shutdown_within_grace};
 
 use crate::output;
 use crate::work_dir::{self, Kind, OnSignal, WorkDir};
@@ -59,12 +64,6 @@ fn jobmanager_runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(Failure::Work)
 }
 
-/// The REST API's base URL (`http://HOST:PORT`), or `none`.
-fn rest_url(jm: &JobManager) -> String {
-    jm.rest_address()
-        .map_or_else(|| "none".to_owned(), |a| format!("http://{a}"))
-}
-
 /// `path`, or a new working directory of `kind` (removed on every exit) when it is not given.
 fn working_dir(
     given: Option<&std::path::Path>,
@@ -78,23 +77,6 @@ fn working_dir(
                 .map_err(Failure::Work)?;
             Ok((dir.path().to_owned(), Some(dir)))
         }
-    }
-}
-
-/// How long a JobManager stopping on a signal waits for its job runner, which may be inside a
-/// long scheduler call, before the process exits anyway: within 5 s of the signal in all.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
-
-/// Stops `jm`, waiting at most [`SHUTDOWN_GRACE`].
-async fn shutdown_within_grace(jm: JobManager) {
-    if tokio::time::timeout(SHUTDOWN_GRACE, jm.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            grace_ms = SHUTDOWN_GRACE.as_millis(),
-            "the JobManager's job runner is busy: exiting without waiting for it"
-        );
     }
 }
 
@@ -365,64 +347,6 @@ pub(crate) fn submit(args: &SubmitArgs) -> Result<(), Failure> {
     }
 }
 
-/// Waits for `job`'s end on the leader, following leadership changes: when the leader's
-/// connection is lost, the next leader (a larger fencing token) is asked, and while it is still
-/// recovering its jobs an unknown job is asked again for up to 30 s.
-async fn wait_following(
-    client: &mut JobManagerClient,
-    (retrieval, first): &(conflux_ha::LeaderRetrieval, conflux_ha::LeaderInfo),
-    token: Option<String>,
-    job: conflux_blob::JobId,
-) -> Result<conflux_runtime::JobReport, Failure> {
-    match client.wait(job).await {
-        Ok(report) => return Ok(report),
-        Err(e) if connection_lost(&e) => {
-            tracing::info!("the leader's connection was lost ({e}): following the next leader");
-        }
-        Err(e) => return Err(Failure::Work(e.into())),
-    }
-    let mut lost = first.fencing_token;
-    let wait = Duration::from_secs(300);
-    let mut unknown_since: Option<std::time::Instant> = None;
-    loop {
-        let leader = crate::ha::next_leader(retrieval, lost, wait).await?;
-        let mut client = match JobManagerClient::connect(&leader.rpc_address, token.clone()).await {
-            Ok(client) => client,
-            Err(e) => {
-                tracing::debug!(
-                    "the leader at {} does not answer yet: {e}",
-                    leader.rpc_address
-                );
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                continue;
-            }
-        };
-        match client.wait(job).await {
-            Ok(report) => return Ok(report),
-            Err(e) if connection_lost(&e) => lost = leader.fencing_token,
-            Err(ClientError::JobManager(m))
-                if m.starts_with("no job")
-                    && unknown_since
-                        .get_or_insert_with(std::time::Instant::now)
-                        .elapsed()
-                        < Duration::from_secs(30) =>
-            {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(e) => return Err(Failure::Work(e.into())),
-        }
-    }
-}
-
-/// Whether a client call failed because the connection to the JobManager ended (closed, reset,
-/// cut short): the JobManager stopped or died.
-fn connection_lost(e: &ClientError) -> bool {
-    matches!(
-        e,
-        ClientError::Rpc(RpcError::Closed(_) | RpcError::Io { .. } | RpcError::BadFrame { .. })
-    )
-}
-
 /// Exit 1 (after the report) when the job ended FAILED or its output was checked and wrong.
 fn failed_if_failed(report: &conflux_runtime::JobReport) -> Result<(), Failure> {
     if let Some(data) = report
@@ -667,45 +591,9 @@ fn not_verified(report: &conflux_runtime::JobReport) -> Failure {
     ))
 }
 
-/// `MIN..MAX` or one value, ms.
-pub(crate) fn parse_duration_range(text: &str) -> Result<(u64, u64), String> {
-    let parse = |s: &str| {
-        s.trim()
-            .parse::<u64>()
-            .map_err(|_| format!("{s:?} is not a number of ms"))
-    };
-    let (lo, hi) = match text.split_once("..") {
-        Some((lo, hi)) => (parse(lo)?, parse(hi)?),
-        None => {
-            let v = parse(text)?;
-            (v, v)
-        }
-    };
-    if lo > hi {
-        return Err(format!(
-            "{lo}..{hi} is empty: the minimum is above the maximum"
-        ));
-    }
-    if hi > 24 * 3_600_000 {
-        return Err(format!("{hi} ms is more than a day"));
-    }
-    Ok((lo, hi))
-}
-
-pub(crate) const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(60);
-
 #[cfg(test)]
 mod tests {
-    use super::*;
     use conflux_runtime::protocol::JobOptions;
-
-    #[test]
-    fn duration_ranges() {
-        assert_eq!(parse_duration_range("0"), Ok((0, 0)));
-        assert_eq!(parse_duration_range("1000..2000"), Ok((1000, 2000)));
-        assert!(parse_duration_range("2..1").unwrap_err().contains("empty"));
-        assert!(parse_duration_range("a..1").unwrap_err().contains("\"a\""));
-    }
 
     #[test]
     fn options_default_to_the_simulator_durations() {

@@ -10,9 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use conflux_deploy::{OffloadRule, DEFAULT_OFFLOAD_MIN_SIZE, DEFAULT_OFFLOAD_THRESHOLD_NUM};
 use conflux_graph::load::LoadOptions;
-use conflux_graph::{flink_plan, generate, limits, ResultPartitionType};
+use conflux_graph::{generate, limits, ResultPartitionType};
 
 mod batch;
 mod blobs;
@@ -20,11 +19,14 @@ mod checkpoint;
 mod cluster;
 mod descriptors;
 mod failure;
+mod format;
 mod ha;
 mod headings;
 mod input;
 mod inspect;
+mod load_args;
 mod logging;
+mod offload_args;
 mod output;
 mod plan;
 mod progress;
@@ -38,7 +40,10 @@ mod usage;
 mod work_dir;
 
 pub(crate) use failure::Failure;
+pub(crate) use format::Format;
 pub(crate) use input::read_input;
+pub(crate) use load_args::LoadArgs;
+pub(crate) use offload_args::OffloadArgs;
 
 // The graph code allocates little, but a runtime embedding the CLI's job wants a fast allocator.
 #[global_allocator]
@@ -306,113 +311,6 @@ enum GenerateJob {
     },
 }
 
-/// Options for reading a job, shared by the commands that take one.
-#[derive(clap::Args)]
-#[command(next_help_heading = crate::headings::JOB)]
-struct LoadArgs {
-    /// Set every vertex whose parallelism is above 1 (or undecided) to N (parallelism-1
-    /// vertices stay); `auto`: make every vertex above 1 undecided (-1, batch jobs only).
-    #[arg(long, value_parser = parse_parallelism)]
-    pub(crate) parallelism: Option<ParallelismArg>,
-    /// The estimate of vertices of undecided parallelism (-1, as Flink plans of the adaptive
-    /// batch scheduler write): what `inspect` and `plan` use; `run` fixes them at it when given,
-    /// and decides them otherwise. Default: 128, that scheduler's default upper bound.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    default_parallelism: Option<u32>,
-}
-
-/// The value of `--parallelism`: a number, or `auto`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ParallelismArg {
-    /// Every vertex above 1 gets this parallelism.
-    Fixed(u32),
-    /// Every vertex above 1 becomes undecided.
-    Auto,
-}
-
-fn parse_parallelism(text: &str) -> Result<ParallelismArg, String> {
-    if text == "auto" {
-        return Ok(ParallelismArg::Auto);
-    }
-    match text.parse::<u32>() {
-        Ok(p) if p >= 1 => Ok(ParallelismArg::Fixed(p)),
-        _ => Err(format!(
-            "'{text}' is neither auto nor a whole number of at least 1"
-        )),
-    }
-}
-
-impl LoadArgs {
-    fn options(&self) -> LoadOptions {
-        LoadOptions {
-            parallelism: match self.parallelism {
-                Some(ParallelismArg::Fixed(p)) => Some(p),
-                _ => None,
-            },
-            auto_parallelism: self.parallelism == Some(ParallelismArg::Auto),
-            default_parallelism: self
-                .default_parallelism
-                .unwrap_or(flink_plan::DEFAULT_ADAPTIVE_PARALLELISM),
-        }
-    }
-
-    /// Whether `--default-parallelism` was given: a run then fixes undecided vertices at it
-    /// instead of deciding them.
-    fn default_parallelism_given(&self) -> bool {
-        self.default_parallelism.is_some()
-    }
-}
-
-/// Which shuffle descriptor groups go to the blob server.
-#[derive(clap::Args)]
-#[command(next_help_heading = crate::headings::DESCRIPTORS)]
-struct OffloadArgs {
-    /// `count`: descriptors x consumers >= threshold (Flink 1.18+, default 2048 x 2048);
-    /// `bytes`: compressed bytes >= threshold (Flink 1.14-1.17, default 1 MiB); `never`.
-    #[arg(long, value_enum, default_value_t = OffloadRuleArg::Count)]
-    offload_rule: OffloadRuleArg,
-    /// Threshold of the rule (a count, or bytes).
-    #[arg(long)]
-    offload_threshold: Option<u64>,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum OffloadRuleArg {
-    Count,
-    Bytes,
-    Never,
-}
-
-impl OffloadArgs {
-    fn rule(&self) -> Result<OffloadRule, Failure> {
-        Ok(match self.offload_rule {
-            OffloadRuleArg::Count => OffloadRule::DescriptorCount {
-                threshold: self
-                    .offload_threshold
-                    .unwrap_or(DEFAULT_OFFLOAD_THRESHOLD_NUM),
-            },
-            OffloadRuleArg::Bytes => OffloadRule::CompressedBytes {
-                min_size: match self.offload_threshold {
-                    None => DEFAULT_OFFLOAD_MIN_SIZE,
-                    Some(n) => usize::try_from(n).map_err(|_| {
-                        Failure::Input(anyhow::anyhow!("--offload-threshold {n} is too large"))
-                    })?,
-                },
-            },
-            OffloadRuleArg::Never => OffloadRule::Never,
-        })
-    }
-}
-
-/// Report format.
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// For people.
-    Text,
-    /// One JSON document on stdout.
-    Json,
-}
-
 /// Output of `conflux inspect`: a report or a picture.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum InspectFormat {
@@ -466,7 +364,7 @@ fn main() -> ExitCode {
     // output) only warn.
     logging::init_for(&args);
     // `--config` and `-D` become flags first (flag > -D > environment > file > default).
-    let applied = match settings::apply(&args) {
+    let applied = match settings::apply(&args, <Cli as clap::CommandFactory>::command) {
         Ok(applied) => applied,
         Err(settings::ApplyError::Usage(e)) => return usage::exit(&e, &args),
         Err(settings::ApplyError::Config(failure)) => return failure.exit(Format::Text),
@@ -479,7 +377,8 @@ fn main() -> ExitCode {
         Command::Jobmanager(args) => args.settings.effective = applied.effective,
         Command::Cluster(args) => {
             args.settings.effective = applied.effective;
-            args.jobmanager_flags = cluster::jobmanager_flags(&applied.args);
+            args.jobmanager_flags =
+                cluster::jobmanager_flags(&applied.args, <Cli as clap::CommandFactory>::command);
         }
         _ => {}
     }

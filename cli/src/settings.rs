@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::parser::ValueSource;
-use clap::{ArgMatches, CommandFactory as _};
+use clap::ArgMatches;
 use conflux_config::{Command, Key, Resolved, Setting, Sources, Value, ValueType, KEYS};
 
 use crate::Failure;
@@ -68,14 +68,15 @@ struct Injected {
     setting: Setting,
 }
 
-/// Applies the configuration of the subcommand of `args`.
+/// Applies the configuration of the subcommand of `args`, parsed by the command line `cli`
+/// makes (the whole `conflux` command).
 ///
 /// # Errors
 /// [`ApplyError::Usage`] when `args` do not parse; [`ApplyError::Config`] for an unreadable
 /// file, a configuration error, or a configured value its flag refuses (naming key, value and
 /// where it was given).
-pub(crate) fn apply(args: &[OsString]) -> Result<Applied, ApplyError> {
-    let matches = crate::Cli::command()
+pub(crate) fn apply(args: &[OsString], cli: fn() -> clap::Command) -> Result<Applied, ApplyError> {
+    let matches = cli()
         .try_get_matches_from(args)
         .map_err(ApplyError::Usage)?;
     let Some((name, sub)) = matches.subcommand() else {
@@ -141,7 +142,7 @@ pub(crate) fn apply(args: &[OsString]) -> Result<Applied, ApplyError> {
         out.push(arg.into());
     }
 
-    let matches = crate::Cli::command()
+    let matches = cli()
         .try_get_matches_from(&out)
         .map_err(|e| ApplyError::Config(refused(&e, &injected)))?;
     let effective = matches
@@ -249,6 +250,8 @@ fn effective(command: Command, sub: &ArgMatches) -> Vec<(String, String)> {
 
 #[cfg(test)]
 mod tests {
+    use clap::CommandFactory as _;
+
     use super::*;
 
     /// Every key's flag exists on every command that takes it, with a value of the key's type
@@ -286,7 +289,7 @@ mod tests {
 
     fn applied(args: &[&str]) -> Applied {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        match apply(&args) {
+        match apply(&args, <crate::Cli as clap::CommandFactory>::command) {
             Ok(applied) => applied,
             Err(ApplyError::Usage(e)) => panic!("{e}"),
             Err(ApplyError::Config(f)) => panic!("{f:?}"),
@@ -339,7 +342,9 @@ mod tests {
             .iter()
             .map(OsString::from)
             .collect();
-        let Err(ApplyError::Config(failure)) = apply(&args) else {
+        let Err(ApplyError::Config(failure)) =
+            apply(&args, <crate::Cli as clap::CommandFactory>::command)
+        else {
             panic!("0 ms is below the flag's range");
         };
         let Failure::Input(e) = failure else {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-use crate::LONGEST_TIMEOUT;
+use crate::timeout::LONGEST_TIMEOUT;
 
 /// When a connection last made progress, and how many of its requests (or channels) are in
 /// progress. Shared between the connection's task and the cap's registry; lock-free.

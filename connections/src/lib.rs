@@ -11,9 +11,8 @@
 
 mod activity;
 mod cap;
+mod timeout;
 
 pub use activity::{Activity, Busy, Tracked};
 pub use cap::{ConnectionCap, Slot, RETRY};
-
-/// The longest timeout honoured (a year): `Instant + Duration::MAX` would overflow.
-pub const LONGEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+pub use timeout::LONGEST_TIMEOUT;

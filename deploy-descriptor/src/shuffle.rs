@@ -5,8 +5,6 @@ use serde::{Deserialize, Serialize};
 
 use conflux_graph::ResultPartitionType;
 
-#[cfg(doc)]
-use crate::DeployError;
 use crate::{ExecutionAttemptId, ResultPartitionId, TaskManagerLocation};
 
 /// Where a consumer finds a partition it reads.
@@ -160,7 +158,7 @@ impl ConsumptionPolicy {
 ///
 /// # Errors
 /// `Err(state)` with the producer's state when the partition must be known (streaming) but is
-/// not; the caller names the partition in its [`DeployError`].
+/// not; the caller names the partition in its [`DeployError`](crate::DeployError).
 pub fn shuffle_descriptor_for(
     partition: (u32, u32),
     partition_type: ResultPartitionType,

@@ -5,7 +5,7 @@
 //! producer, the ship strategy and the exchange (the result partition type, lower case). What it
 //! lacks is recovered as Flink does: FORWARD and RESCALE are POINTWISE, every other ship strategy
 //! (HASH, `HASH[keys]`, REBALANCE, SHUFFLE, BROADCAST, GLOBAL, CUSTOM, ...) is ALL_TO_ALL
-//! (Flink's `StreamingJobGraphGenerator`, see [`ShipStrategy`]); every edge
+//! (Flink's `StreamingJobGraphGenerator`, see [`ShipStrategy`](crate::ShipStrategy)); every edge
 //! gets a data set of its own (the plan does not say when Flink shared one); max parallelism
 //! takes Flink's default; parallelism `-1` (decided at run time by the adaptive batch
 //! scheduler) stays `-1`, undecided.
@@ -17,53 +17,19 @@
 //! else `contents` (older plan generators) when non-empty, else the description's first line
 //! (e.g. `[35]:Sort(orderBy=[revenue DESC])`, the head operator), all decoded alike.
 
-use serde::Deserialize;
-
 use crate::job_graph::raw_job::RawJob;
 use crate::json::{JobEdgeJson, JobGraphJson, JobVertexJson};
-use crate::{GraphError, ResultPartitionType, ShipStrategy};
+use crate::GraphError;
 
 mod lean;
+mod node;
 
-use lean::{Document, InputsField, NodeFields, Nodes, PlanFields, PlanPart, Text};
+use lean::{Document, Nodes, PlanFields, PlanPart};
+use node::{FlinkInput, PlanSink, Text};
+
+pub use node::decode_text;
 
 pub use crate::json::DEFAULT_ADAPTIVE_PARALLELISM;
-
-/// One node of a Flink plan, read field by field so that an error names the node and the
-/// field. Fields Flink writes that Conflux does not use (`jid`, `operator_strategy`,
-/// `optimizer_properties`, ...) are skipped.
-#[derive(Debug)]
-struct FlinkNode {
-    id: String,
-    /// The vertex name: `operator`, else `contents`, else the description's first line.
-    name: Option<String>,
-    description: Option<String>,
-    parallelism: i64,
-    inputs: Vec<FlinkInput>,
-}
-
-#[derive(Debug, Deserialize)]
-struct FlinkInput {
-    num: u32,
-    id: String,
-    ship_strategy: String,
-    exchange: String,
-}
-
-/// Where a plan's vertices and edges go as its nodes are read: job graph JSON (for editing),
-/// or the compact form a [`JobGraph`](crate::JobGraph) is validated from (for loading).
-trait PlanSink: Default {
-    /// A vertex, in plan order.
-    fn vertex(
-        &mut self,
-        id: String,
-        name: Option<String>,
-        description: Option<String>,
-        parallelism: i32,
-    );
-    /// An edge into `target`, in plan order and input number order.
-    fn edge(&mut self, input: FlinkInput, target: &str, pattern: &str, partition_type: &str);
-}
 
 /// Job graph JSON's vertices and edges.
 #[derive(Default)]
@@ -200,48 +166,6 @@ fn read<S: PlanSink>(bytes: &[u8]) -> Result<(String, String, S), GraphError> {
     Ok((name, job_type.to_owned(), nodes.sink))
 }
 
-/// Adds one read node to `sink`: its vertex, then its inputs in `num` order as edges.
-///
-/// # Errors
-/// A parallelism other than `-1` or a positive `i32`, two inputs of one number, an unknown
-/// exchange; `sink` may then hold part of the node.
-fn add_node<S: PlanSink>(node: FlinkNode, sink: &mut S) -> Result<(), GraphError> {
-    let parallelism = match node.parallelism {
-        -1 => crate::json::PARALLELISM_UNDECIDED,
-        p if p >= 1 => i32::try_from(p).map_err(|_| {
-            GraphError::FlinkPlan(format!("node {}: parallelism {p} is too large", node.id))
-        })?,
-        p => {
-            return Err(GraphError::FlinkPlan(format!(
-                "node {}: parallelism {p} (expected -1 or at least 1)",
-                node.id
-            )))
-        }
-    };
-    let mut inputs = node.inputs;
-    inputs.sort_by_key(|i| i.num);
-    if let Some(w) = inputs.windows(2).find(|w| w[0].num == w[1].num) {
-        return Err(GraphError::FlinkPlan(format!(
-            "node {}: two inputs with num {}",
-            node.id, w[0].num
-        )));
-    }
-    for input in inputs {
-        let partition_type = ResultPartitionType::parse(&input.exchange).ok_or_else(|| {
-            GraphError::FlinkPlan(format!(
-                "node {} input {} (from {}): unknown exchange '{}'",
-                node.id, input.num, input.id, input.exchange
-            ))
-        })?;
-        let pattern = ShipStrategy::parse(&input.ship_strategy)
-            .distribution_pattern()
-            .as_str();
-        sink.edge(input, &node.id, pattern, partition_type.as_str());
-    }
-    sink.vertex(node.id, node.name, node.description, parallelism);
-    Ok(())
-}
-
 /// The plan of a document: `plan` when REST wrapped it, else the document itself; its name,
 /// `type` and nodes, checked in order: `nodes` missing or mistyped, `name`, `type`, the first
 /// node that could not be read.
@@ -283,83 +207,6 @@ fn read_plan<S: PlanSink>(
         return Err(e);
     }
     Ok((name, kind, *nodes))
-}
-
-/// One entry of `nodes`; errors name the node by id (by position while the id is unknown).
-fn read_node(position: usize, node: NodeFields) -> Result<FlinkNode, GraphError> {
-    let id = match node.id {
-        Some(Text::Str(id)) => id,
-        None => {
-            return Err(GraphError::FlinkPlan(format!(
-                "node at position {position} of `nodes`: missing field `id`"
-            )))
-        }
-        Some(other) => {
-            return Err(GraphError::FlinkPlan(format!(
-                "node at position {position} of `nodes`: field `id` is {}, not a string",
-                other.kind()
-            )))
-        }
-    };
-    let text = |key: &str, value: Option<Text>| match value {
-        None | Some(Text::Null) => Ok(None),
-        Some(Text::Str(s)) => Ok(Some(s)),
-        Some(Text::Other(kind)) => Err(GraphError::FlinkPlan(format!(
-            "node {id:?}: field `{key}` is {kind}, not a string"
-        ))),
-    };
-    let description = text("description", node.description)?.map(|d| decode_text(&d));
-    let non_empty = |s: Option<String>| s.filter(|s| !s.is_empty());
-    let operator = non_empty(text("operator", node.operator)?);
-    let contents = non_empty(text("contents", node.contents)?);
-    let name = operator.or(contents).map(|n| decode_text(&n)).or_else(|| {
-        let d = description.as_deref()?;
-        let first = d.split_once('\n').map_or(d, |(first, _)| first);
-        (!first.is_empty()).then(|| first.to_owned())
-    });
-    let parallelism = match node.parallelism {
-        None => {
-            return Err(GraphError::FlinkPlan(format!(
-                "node {id:?}: missing field `parallelism`"
-            )))
-        }
-        Some(p) => {
-            p.map_err(|e| GraphError::FlinkPlan(format!("node {id:?}: field `parallelism`: {e}")))?
-        }
-    };
-    let inputs = match node.inputs {
-        None | Some(InputsField::Null) => Vec::new(),
-        Some(InputsField::List(inputs)) => inputs
-            .into_iter()
-            .enumerate()
-            .map(|(k, input)| {
-                input.map_err(|e| {
-                    GraphError::FlinkPlan(format!("node {id:?}: input at position {k}: {e}"))
-                })
-            })
-            .collect::<Result<_, _>>()?,
-        Some(InputsField::Other(kind)) => {
-            return Err(GraphError::FlinkPlan(format!(
-                "node {id:?}: field `inputs` is {kind}, not an array"
-            )))
-        }
-    };
-    Ok(FlinkNode {
-        id,
-        name,
-        description,
-        parallelism,
-        inputs,
-    })
-}
-
-/// Undoes Flink's dashboard escaping of a name or description (`JsonPlanGenerator`): `<br/>`
-/// (how Flink writes a line break) becomes `\n`, then every HTML character reference
-/// (`&gt;`, `&#92;`, `&infin;`, ...) its character. Applied once, on import: the result is text,
-/// never decoded again (a literal `&gt;` in it stays). O(length).
-pub fn decode_text(escaped: &str) -> String {
-    let lines = escaped.replace("<br/>", "\n");
-    html_escape::decode_html_entities(&lines).into_owned()
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ mod sink;
 mod source;
 mod verify;
 mod vocabulary;
+mod vocabulary_limit;
 
 pub use config::{
     WordCountConfig, DEFAULT_SEED, INVOKABLE_COUNT, INVOKABLE_SOURCE, KEY_SEED, KEY_VOCABULARY,
@@ -52,4 +53,5 @@ pub use source::{stream_seed, WordSource, Zipf};
 pub use verify::{
     verify_output, Difference, ExpectedCounts, Verification, VerifyError, WordCountJob,
 };
-pub use vocabulary::{Vocabulary, DEFAULT_VOCABULARY_SIZE, MAX_VOCABULARY_SIZE};
+pub use vocabulary::{Vocabulary, DEFAULT_VOCABULARY_SIZE};
+pub use vocabulary_limit::MAX_VOCABULARY_SIZE;

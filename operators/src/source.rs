@@ -4,7 +4,7 @@
 use conflux_common::SplitMix64;
 
 use crate::error::OperatorError;
-use crate::vocabulary::MAX_VOCABULARY_SIZE;
+use crate::vocabulary_limit::MAX_VOCABULARY_SIZE;
 
 /// Scale of the integer Zipf weights: rank `r` weighs `floor(2^32 / r)`. Integers keep the
 /// distribution, and so every stream, the same on every platform (no `powf`).

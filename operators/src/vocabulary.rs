@@ -6,12 +6,10 @@ use conflux_common::SplitMix64;
 
 use crate::error::OperatorError;
 use crate::record::MAX_WORD_BYTES;
+use crate::vocabulary_limit::MAX_VOCABULARY_SIZE;
 
 /// The default number of words in the vocabulary.
 pub const DEFAULT_VOCABULARY_SIZE: u32 = 100_000;
-
-/// The largest vocabulary: the source's integer Zipf weights keep their precision up to it.
-pub const MAX_VOCABULARY_SIZE: u32 = 1 << 24;
 
 /// Consonants of the syllables: mostly ASCII, some Latin letters outside ASCII (two UTF-8
 /// bytes, one UTF-16 unit) and one outside the Basic Multilingual Plane (four UTF-8 bytes, two

@@ -5,7 +5,8 @@
 //! (the partitioner, as Flink's dashboard labels it) and result partition type; the logical
 //! pipelined regions as clusters (DOT subgraphs `cluster_<k>`, Mermaid subgraphs), every region
 //! with its own fill colour; and, with [`Options::edge_stats`], each edge's channels and target
-//! network buffers from [`edge_traffic`], the numbers of `PlanStats`.
+//! network buffers from [`edge_traffic`](crate::stats::edge_traffic), the numbers of
+//! `PlanStats`.
 //!
 //! DOT and Mermaid are text that Graphviz and Mermaid lay out themselves; SVG is laid out here by
 //! our own layered layout ([`layout`]), the same that the planning service gives the plan viewer
@@ -31,30 +32,27 @@ mod dot;
 pub mod drawing;
 pub mod layout;
 mod mermaid;
+mod options;
+mod scene;
 mod svg;
 
 use std::fmt;
 use std::str::FromStr;
 
-use conflux_graph::{
-    GraphError, Idx, JobGraph, JobGraphJson, LogicalPipelinedRegions, LogicalRegionIndex,
-};
+use conflux_graph::{GraphError, JobGraph, JobGraphJson};
 use thiserror::Error;
 
-use crate::stats::{edge_traffic, thousands, BufferModel, EdgeTraffic};
 pub use drawing::Drawing;
 pub use layout::Direction;
+pub use options::Options;
+use scene::Scene;
+pub use scene::MAX_LABEL_CHARS;
 
 /// The most job vertices an SVG picture (or a [`drawing()`]) lays out: the layout is about
 /// linear in vertices, edges and the ranks the edges skip (a 2,000-vertex, 5,880-edge layered
 /// plan takes tens of milliseconds), but the SVG grows with them and a browser draws a 10,000-box
 /// SVG slowly. DOT and Mermaid, written in O(V + E), have no limit.
 pub const MAX_SVG_VERTICES: usize = 10_000;
-
-/// Labels longer than this many characters are cut (with `…`): Flink's vertex names list every
-/// chained operator with its arguments and run to kilobytes. DOT keeps the whole name in the
-/// tooltip.
-pub const MAX_LABEL_CHARS: usize = 60;
 
 /// A picture format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -97,17 +95,6 @@ impl FromStr for Format {
             .find(|f| f.as_str() == s)
             .ok_or_else(|| PictureError::UnknownFormat(s.to_owned()))
     }
-}
-
-/// What a picture shows besides the graph.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Options {
-    /// Label every edge with its channels (logical connections) and target network buffers.
-    pub edge_stats: bool,
-    /// The buffer model of those numbers (Flink 1.20's defaults unless changed).
-    pub buffers: BufferModel,
-    /// Where the SVG's ranks go (left to right unless changed).
-    pub direction: Direction,
 }
 
 /// Why a picture could not be drawn.
@@ -179,162 +166,9 @@ pub fn render_json(
     render(&JobGraph::from_json(json)?, format, options)
 }
 
-/// What every format draws, read once from the graph.
-struct Scene<'a> {
-    /// The job's name.
-    title: &'a str,
-    /// In topological order (the job graph's vertex order).
-    vertices: Vec<VertexView<'a>>,
-    /// In the plan's edge order.
-    edges: Vec<EdgeView<'a>>,
-    /// Per logical region, its members (positions in `vertices`), regions numbered by first
-    /// vertex.
-    regions: Vec<Vec<usize>>,
-}
-
-struct VertexView<'a> {
-    id: &'a str,
-    /// Flink's name when there is one.
-    name: Option<&'a str>,
-    parallelism: u32,
-    region: usize,
-}
-
-struct EdgeView<'a> {
-    source: usize,
-    target: usize,
-    ship_strategy: Option<&'a str>,
-    result_partition_type: &'static str,
-    /// With [`Options::edge_stats`].
-    traffic: Option<EdgeTraffic>,
-}
-
-impl<'a> Scene<'a> {
-    fn of(job: &'a JobGraph, options: &Options) -> Scene<'a> {
-        let logical = LogicalPipelinedRegions::compute(job);
-        let vertices = job
-            .vertex_indices()
-            .map(|v| VertexView {
-                id: job.vertex_id(v),
-                name: job.vertex_name(v),
-                parallelism: job.vertex(v).parallelism,
-                region: logical.region_of(v).index(),
-            })
-            .collect();
-        let traffic = options
-            .edge_stats
-            .then(|| edge_traffic(job, &options.buffers));
-        let edges = job
-            .edges()
-            .iter()
-            .enumerate()
-            .map(|(i, e)| EdgeView {
-                source: e.source.idx(),
-                target: e.target.idx(),
-                ship_strategy: e.ship_strategy.as_deref(),
-                result_partition_type: e.result_partition_type.as_str(),
-                traffic: traffic.as_ref().map(|t| t[i]),
-            })
-            .collect();
-        let regions = (0..logical.len())
-            .map(|r| {
-                logical
-                    .members(LogicalRegionIndex::from_usize(r))
-                    .map(|v| v.idx())
-                    .collect()
-            })
-            .collect();
-        Scene {
-            title: job.name(),
-            vertices,
-            edges,
-            regions,
-        }
-    }
-}
-
-impl VertexView<'_> {
-    /// The text of the box: the name (or id), cut to [`MAX_LABEL_CHARS`], and the parallelism,
-    /// on two lines.
-    fn label(&self) -> String {
-        format!(
-            "{}\np={}",
-            cut(self.name.unwrap_or(self.id)),
-            thousands(u64::from(self.parallelism))
-        )
-    }
-}
-
-impl VertexView<'_> {
-    /// The second line of the SVG's box: parallelism and logical region.
-    fn detail(&self) -> String {
-        format!(
-            "parallelism {} · logical region {}",
-            thousands(u64::from(self.parallelism)),
-            self.region
-        )
-    }
-
-    /// The tooltip: the whole name and the id.
-    fn title(&self) -> String {
-        match self.name {
-            Some(name) if name != self.id => format!("{name}\n{}", self.id),
-            _ => self.id.to_owned(),
-        }
-    }
-}
-
-impl EdgeView<'_> {
-    /// The text of the arrow: ship strategy and partition type, then channels and buffers.
-    fn label(&self) -> String {
-        let mut s = match self.ship_strategy {
-            Some(ship) => format!("{}\n{}", cut(ship), self.result_partition_type),
-            None => self.result_partition_type.to_owned(),
-        };
-        if let Some(t) = &self.traffic {
-            let buffers = t.input_buffers.target + t.output_buffers.target;
-            s.push_str(&format!(
-                "\n{} ch, {} buf",
-                thousands(t.channels),
-                thousands(buffers)
-            ));
-        }
-        s
-    }
-}
-
-/// At most [`MAX_LABEL_CHARS`] characters of `s`, the rest replaced by `…`.
-fn cut(s: &str) -> String {
-    match s.char_indices().nth(MAX_LABEL_CHARS) {
-        Some((end, _)) => format!("{}…", &s[..end]),
-        None => s.to_owned(),
-    }
-}
-
-/// Fill colours of the regions, in turn: light enough for black text, distinct side by side
-/// (ColorBrewer's Pastel1 and Set3).
-const PALETTE: [&str; 12] = [
-    "#fbb4ae", "#b3cde3", "#ccebc5", "#decbe4", "#fed9a6", "#ffffcc", "#e5d8bd", "#fddaec",
-    "#8dd3c7", "#bebada", "#80b1d3", "#fdb462",
-];
-
-/// The fill colour of logical region `region`.
-fn region_colour(region: usize) -> &'static str {
-    PALETTE[region % PALETTE.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn labels_are_cut_on_a_character_boundary() {
-        let long = "é".repeat(MAX_LABEL_CHARS + 5);
-        let c = cut(&long);
-        assert_eq!(c.chars().count(), MAX_LABEL_CHARS + 1);
-        assert!(c.ends_with('…'));
-        assert_eq!(cut("short"), "short");
-    }
 
     #[test]
     fn formats_parse_as_written() {

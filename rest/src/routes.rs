@@ -2,6 +2,7 @@
 //! description (utoipa), which lists every status it answers.
 
 mod dashboard;
+mod handler;
 
 use std::sync::Arc;
 
@@ -10,64 +11,21 @@ use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
-use tokio::sync::Semaphore;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::backend::{CancelOutcome, RestBackend};
+use crate::backend::CancelOutcome;
 use crate::body::*;
 use crate::error::{ErrorResponse, RestError, JSON};
 use crate::ids::HexId;
 use crate::render;
-use crate::view::JobView;
 
-/// What every handler reads.
-pub(crate) struct RestState {
-    pub(crate) backend: Arc<dyn RestBackend>,
-    /// The OpenAPI document, serialised once.
-    pub(crate) openapi: Bytes,
-    /// Bounds the answers built on blocking threads (subtask tables of large vertices).
-    pub(crate) heavy: Semaphore,
-}
-
-type Shared = State<Arc<RestState>>;
-type RestResult = Result<Response, RestError>;
+pub(crate) use handler::RestState;
+use handler::{job_of, json, ok, vertex_of, RestResult, Shared};
 
 /// At most this many answers over subtask tables are built at once (each may copy a table of
 /// 10^5 subtasks).
 pub(crate) const MAX_HEAVY_ANSWERS: usize = 2;
-
-fn json(status: StatusCode, value: &impl Serialize) -> RestResult {
-    let body = serde_json::to_vec(value)
-        .map_err(|e| RestError::bug(format!("bug: an answer does not serialise: {e}")))?;
-    Ok((status, [(header::CONTENT_TYPE, JSON)], Bytes::from(body)).into_response())
-}
-
-fn ok(value: &impl Serialize) -> RestResult {
-    json(StatusCode::OK, value)
-}
-
-/// The job a path names: 400 when the id does not parse, 404 when no such job is kept.
-fn job_of(state: &RestState, jobid: &str) -> Result<Arc<JobView>, RestError> {
-    let id = HexId::parse(jobid).ok_or_else(|| RestError::bad_parameter("jobid", jobid))?;
-    state
-        .backend
-        .job(id.into())
-        .ok_or_else(|| RestError::new(StatusCode::NOT_FOUND, format!("Job {id} not found")))
-}
-
-/// The vertex a path names: 400 when its id does not parse, 404 when the job has no such
-/// vertex.
-fn vertex_of(job: &JobView, vertexid: &str) -> Result<usize, RestError> {
-    let id =
-        HexId::parse(vertexid).ok_or_else(|| RestError::bad_parameter("vertexid", vertexid))?;
-    job.info().vertex_position(id).ok_or_else(|| {
-        RestError::new(
-            StatusCode::NOT_FOUND,
-            format!("JobVertex {id} not found in job {}", job.info().id),
-        )
-    })
-}
 
 /// `GET /config`: the web UI's settings.
 #[utoipa::path(get, path = "/config", tag = "cluster",

@@ -13,7 +13,10 @@
 //! graph ([`conflux_scheduler::JobMemoryEstimate`], O(V + E)); a job above
 //! [`JobManagerConfig::max_job_memory_bytes`] is refused before anything is built for it.
 
+mod admission;
 mod data_stats;
+mod durable;
+mod error;
 mod invokables;
 mod job_loop;
 mod jobs;
@@ -23,103 +26,30 @@ mod registry;
 mod rest_backend;
 mod rest_view;
 mod server;
+mod shared;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use conflux_blob::{BlobServer, BlobServerConfig};
-use conflux_blob_api::{BlobWriter, Digest, JobId};
+use conflux_blob_api::{BlobWriter, JobId};
 use conflux_deploy::TaskManagerId;
-use conflux_graph::load::LoadOptions;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::config::JobManagerConfig;
 use crate::metrics::JobManagerMetrics;
-use crate::protocol::{JobSubmission, JobSummary, MAX_CREDIT};
+use crate::protocol::{JobSubmission, JobSummary};
 use crate::report::JobReport;
-use crate::secret;
 pub use invokables::{word_count_job, word_count_job_as_run};
 use job_loop::LoopContext;
-use jobs::{Jobs, QueuedJob};
+use jobs::Jobs;
 use registry::Registry;
 
-/// Why a JobManager could not start or serve a request.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum JobManagerError {
-    /// Its address could not be bound.
-    #[error("cannot listen on {address}: {source}")]
-    Bind {
-        /// The address.
-        address: SocketAddr,
-        /// The error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The embedded blob server failed.
-    #[error("blob server: {0}")]
-    Blob(#[from] conflux_blob_api::BlobError),
-    /// The submitted job is invalid (the message names the offending item).
-    #[error("invalid job {source_name}: {message}")]
-    InvalidJob {
-        /// Where the job came from.
-        source_name: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// The job would take more memory than the JobManager's budget
-    /// ([`JobManagerConfig::max_job_memory_bytes`]); nothing was built for it.
-    #[error("job {source_name} is refused: its execution graph, scheduler state and descriptors \
-             need an estimated {} ({estimate} bytes: {execution_vertices} subtasks), more than \
-             the JobManager's --max-job-memory of {} ({limit} bytes); raise --max-job-memory or \
-             lower the job's parallelism", mib(*.estimate), mib(*.limit))]
-    TooLarge {
-        /// Where the job came from.
-        source_name: String,
-        /// The estimate, bytes.
-        estimate: u64,
-        /// The budget, bytes.
-        limit: u64,
-        /// The job's subtasks.
-        execution_vertices: u64,
-    },
-    /// Too many jobs wait already, or their graphs hold the memory budget.
-    #[error(
-        "the JobManager's queue is full ({jobs} jobs holding {bytes} bytes wait; at most \
-             {max_jobs} jobs and {max_bytes} bytes): submit again once some have run"
-    )]
-    QueueFull {
-        /// Jobs waiting.
-        jobs: usize,
-        /// Bytes of their graphs.
-        bytes: u64,
-        /// The most jobs that may wait.
-        max_jobs: usize,
-        /// The most bytes their graphs may hold.
-        max_bytes: u64,
-    },
-    /// No job has this id (or it ended and left the job history).
-    #[error("no job {0}")]
-    UnknownJob(JobId),
-    /// The JobManager is shutting down.
-    #[error("the JobManager is shutting down")]
-    ShuttingDown,
-    /// [`JobManagerConfig::web_ui_dir`](crate::JobManagerConfig::web_ui_dir) holds no
-    /// dashboard.
-    #[error(transparent)]
-    WebUi(#[from] conflux_web::WebUiDirError),
-    /// With a storage directory (`high-availability.storageDir`) the submission could not be
-    /// made durable: it is refused, not queued. At start: the directory cannot be used.
-    #[error("job {source_name} is refused: the job store could not keep it: {message}")]
-    JobStore {
-        /// Where the job came from (at start: the storage directory).
-        source_name: String,
-        /// What could not be written.
-        message: String,
-    },
-}
+use admission::submit;
+pub use error::JobManagerError;
+use shared::Shared;
 
 /// A TaskManager as the JobManager sees it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -136,54 +66,8 @@ pub struct TaskManagerInfo {
     pub job_tasks: u64,
 }
 
-/// `bytes` as MiB or GiB with one decimal, for messages.
-fn mib(bytes: u64) -> String {
-    const GIB: f64 = (1u64 << 30) as f64;
-    let b = bytes as f64;
-    if b >= GIB {
-        format!("{:.1} GiB", b / GIB)
-    } else {
-        format!("{:.1} MiB", b / f64::from(1u32 << 20))
-    }
-}
-
 /// Submissions loaded at once: each holds its file and its job graph while it is checked.
 const CONCURRENT_SUBMISSIONS: usize = 2;
-
-pub(crate) struct Shared {
-    pub(crate) config: JobManagerConfig,
-    /// Prometheus metrics (`GET /metrics` on the REST port).
-    pub(crate) metrics: JobManagerMetrics,
-    /// Where the REST API listens, if it does.
-    pub(crate) rest_address: Option<SocketAddr>,
-    /// The blob server's counters, for the metrics.
-    pub(crate) blob_server: std::sync::Weak<BlobServer>,
-    pub(crate) registry: Arc<Registry>,
-    pub(crate) jobs: Jobs,
-    pub(crate) blob_server_url: String,
-    /// Bounds the submissions being loaded and checked at once.
-    pub(crate) loading: Semaphore,
-    pub(crate) shutdown: Notify,
-    /// The storage directory (`high-availability.storageDir`), when jobs are kept and
-    /// recovered.
-    pub(crate) store: Option<conflux_job_store::StorageDir>,
-    /// The recovered jobs not yet ended: a registering TaskManager keeps their partitions
-    /// (the welcome's `keep_jobs`).
-    pub(crate) recovering: std::sync::Mutex<Vec<JobId>>,
-    /// Set when shutdown begins: jobs it cancels keep their job store entries (a later
-    /// JobManager recovers them), as Flink suspends rather than ends them.
-    pub(crate) stopping: std::sync::atomic::AtomicBool,
-}
-
-impl Shared {
-    /// The recovered jobs not yet ended.
-    pub(crate) fn recovering(&self) -> Vec<JobId> {
-        self.recovering
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
-    }
-}
 
 /// A running JobManager. Dropping it without [`shutdown`](Self::shutdown) stops accepting
 /// connections when its runtime stops.
@@ -490,179 +374,6 @@ impl JobManager {
     }
 }
 
-fn new_job_id(source: &str) -> JobId {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let seed = format!("{source}/{nanos}/{}", std::process::id());
-    let digest = Digest::of(seed.as_bytes());
-    let mut id = [0u8; 16];
-    id.copy_from_slice(&digest.0[..16]);
-    JobId(id)
-}
-
-pub(crate) async fn submit(
-    shared: &Arc<Shared>,
-    submission: JobSubmission,
-) -> Result<JobId, JobManagerError> {
-    admit(shared, submission, None).await
-}
-
-/// Loads, checks and queues a submission: a new one (kept in the storage directory, when there
-/// is one, before it is queued), or a recovered one with its id, secret and event log.
-pub(crate) async fn admit(
-    shared: &Arc<Shared>,
-    submission: JobSubmission,
-    recovered: Option<(JobId, secret::Secret, recovery::JobRecovery)>,
-) -> Result<JobId, JobManagerError> {
-    let source_name = submission.source.clone();
-    let invalid = |message: String| JobManagerError::InvalidJob {
-        source_name: source_name.clone(),
-        message,
-    };
-    if let Some(dir) = &submission.options.output_dir {
-        if dir.to_str().is_none() {
-            return Err(invalid(format!(
-                "output directory {} is not valid UTF-8",
-                dir.display()
-            )));
-        }
-    }
-    let submitted = Instant::now();
-    let submitted_ms = conflux_rest::now_ms();
-    let _loading = shared
-        .loading
-        .acquire()
-        .await
-        .map_err(|_| JobManagerError::ShuttingDown)?;
-    // The CLI's --buffers-per-channel range, held for every client: credit 0 would stall every
-    // channel, and a credit without bound would let queues grow without bound.
-    let credit = submission.options.credit;
-    if !(1..=MAX_CREDIT).contains(&credit) {
-        return Err(invalid(format!(
-            "credit {credit} (buffers per channel) is not within 1..={MAX_CREDIT}"
-        )));
-    }
-    let options = submission.options.clone();
-    let job_options = submission.options.clone();
-    let scheduler_config = shared.config.scheduler;
-    let limit = shared.config.max_job_memory_bytes;
-    let name_for_refusal = source_name.clone();
-    let (id, secret, recovery) = match recovered {
-        Some((id, secret, recovery)) => (id, Some(secret), Some(recovery)),
-        None => (new_job_id(&source_name), None, None),
-    };
-    // A new job kept in the storage directory gets its data secret now, kept with it.
-    let (secret, stored) = match (&shared.store, secret) {
-        (Some(_), None) => {
-            let secret = secret::Secret::random().map_err(|e| {
-                invalid(format!(
-                    "no data secret: the system's random generator failed: {e}"
-                ))
-            })?;
-            (Some(secret), Some(submission.clone()))
-        }
-        (_, secret) => (secret, None),
-    };
-    let (job, tasks, view) = tokio::task::spawn_blocking(move || {
-        let load = LoadOptions {
-            parallelism: options.parallelism,
-            auto_parallelism: options.auto_parallelism,
-            default_parallelism: options
-                .default_parallelism
-                .unwrap_or(LoadOptions::default().default_parallelism),
-        };
-        let job = conflux_graph::load::load(&submission.job, &load)
-            .map_err(|e| Refusal::Invalid(e.to_string()))?;
-        drop(submission);
-        let tasks = invokables::resolve(&job, &options).map_err(Refusal::Invalid)?;
-        job_loop::check_scheduler_options(&job, &options).map_err(Refusal::Invalid)?;
-        let estimate = job_loop::memory_estimate(&job, &scheduler_config);
-        if estimate > limit {
-            return Err(Refusal::TooLarge(JobManagerError::TooLarge {
-                source_name: name_for_refusal,
-                estimate,
-                limit,
-                execution_vertices: job.num_execution_vertices(),
-            }));
-        }
-        let decided_at_run_time = options.default_parallelism.is_none() && job.has_undecided();
-        let view = rest_view::queued_view(id, &job, decided_at_run_time, submitted_ms);
-        Ok((job, tasks, view))
-    })
-    .await
-    .map_err(|e| invalid(format!("the loader failed: {e}")))?
-    .map_err(|refusal| match refusal {
-        Refusal::Invalid(message) => invalid(message),
-        Refusal::TooLarge(e) => e,
-    })?;
-    let name = job.name().to_owned();
-    if let (Some(store), Some(stored), Some(secret)) = (&shared.store, &stored, secret) {
-        // Durable before the submission is acknowledged (Flink's JobGraphStore): the entry,
-        // then under high availability its pointer in ZooKeeper, written only while the lease
-        // holds (a deposed leader takes no job).
-        let refused = |message: String| JobManagerError::JobStore {
-            source_name: source_name.clone(),
-            message,
-        };
-        if let Some(leader) = &shared.config.leader {
-            if !leader.lease.is_valid() {
-                return Err(refused(format!(
-                    "this JobManager no longer leads (fencing token {})",
-                    leader.fencing_token
-                )));
-            }
-        }
-        let store_for_write = store.clone();
-        let stored = stored.clone();
-        tokio::task::spawn_blocking(move || {
-            recovery::store_submission(&store_for_write, id, &stored, secret)
-        })
-        .await
-        .map_err(|e| invalid(format!("the job store failed: {e}")))??;
-        if let Some(leader) = &shared.config.leader {
-            let entry = store.job_path(&id.to_string());
-            if let Err(message) = leader.put_pointer(id, &entry).await {
-                // Not acknowledged: the entry goes too, so no later leader runs it.
-                if let Err(e) = store.remove_job(&id.to_string()) {
-                    tracing::warn!(job = %id, "job store entry not removed: {e}");
-                }
-                return Err(refused(message));
-            }
-        }
-    }
-    let queued = QueuedJob {
-        id,
-        name: name.clone(),
-        secret,
-        recovery,
-        graph_bytes: job.heap_bytes() as u64,
-        execution_vertices: job.num_execution_vertices(),
-        job,
-        tasks,
-        options: job_options,
-        submitted,
-        submitted_ms,
-        view,
-    };
-    if let Err(e) = shared.jobs.enqueue(queued) {
-        if let (Some(store), Some(_)) = (&shared.store, &stored) {
-            if let Err(e) = store.remove_job(&id.to_string()) {
-                tracing::warn!(job = %id, "job store entry of a refused job not removed: {e}");
-            }
-        }
-        return Err(e);
-    }
-    tracing::info!(job = %id, source = %source_name, "Received JobGraph submission '{name}' ({id}).");
-    Ok(id)
-}
-
-/// Why a submission is refused, from the loader's thread.
-enum Refusal {
-    Invalid(String),
-    TooLarge(JobManagerError),
-}
-
 /// The job runner: one job at a time, in submission order (a session cluster whose jobs share
 /// every slot); each job's scheduler is built when it starts.
 fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>, handle: &tokio::runtime::Handle) {
@@ -696,7 +407,7 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>, handle: &tokio::r
         // next JobManager; any other end is recorded before clients hear of it.
         if let Some(store) = &shared.store {
             if !shared.stopping.load(std::sync::atomic::Ordering::SeqCst) {
-                recovery::job_ended(store, id, &report, shared.config.leader.as_ref(), handle);
+                durable::job_ended(store, id, &report, shared.config.leader.as_ref(), handle);
             }
         }
         shared

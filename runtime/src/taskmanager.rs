@@ -12,17 +12,19 @@ mod data_server;
 mod gate_loader;
 mod metrics_server;
 mod registration_log;
+mod session;
+mod sync;
 mod task;
 mod wordcount;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
 use conflux_blob::{BlobCache, BlobCacheConfig};
-use conflux_deploy::{decode_tdd, ExecutionAttemptId};
+use conflux_deploy::decode_tdd;
 use futures_util::{SinkExt, StreamExt};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
@@ -33,15 +35,14 @@ use crate::connection::{
     connect, decode, encode, next_frame, write_prioritized, FaultInjector, FramedStream, RpcError,
 };
 use crate::metrics::TaskManagerMetrics;
-use crate::protocol::{
-    Hello, Role, TaskManagerRegistration, TaskManagerStats, ToJobManager, ToTaskManager, Welcome,
-};
-use crate::rss::peak_rss_bytes;
+use crate::protocol::{Hello, Role, TaskManagerRegistration, ToJobManager, ToTaskManager, Welcome};
 use crate::secret::Secret;
 use crate::shuffle::partitions::ResultPartitionManager;
 use crate::shuffle::quota::DiskQuota;
 use data_server::DataServerLimits;
 use gate_loader::GateLoader;
+use session::{Counters, SessionContext};
+use sync::lock;
 use wordcount::{WordCountContext, WordCountShared};
 
 /// Why a TaskManager stopped for good.
@@ -55,76 +56,6 @@ pub enum TaskManagerError {
     /// The JobManager refused it for a reason retrying cannot fix (protocol version, token).
     #[error("{0}")]
     Refused(RpcError),
-}
-
-/// Counters of a TaskManager, shared by its sessions and tasks.
-#[derive(Default)]
-pub(crate) struct Counters {
-    pub(crate) tasks: AtomicU64,
-    pub(crate) tdd_bytes_received: AtomicU64,
-    /// Blob fetches of the caches of ended sessions.
-    pub(crate) blob_fetches_before: AtomicU64,
-    /// The current session's blob cache, for the metrics.
-    pub(crate) blob_cache: Mutex<Option<Arc<BlobCache>>>,
-}
-
-impl Counters {
-    /// Blob fetches so far, ended sessions' and the current one's.
-    pub(crate) fn blob_fetches(&self) -> u64 {
-        self.blob_fetches_before.load(Ordering::Relaxed)
-            + lock(&self.blob_cache)
-                .as_ref()
-                .map_or(0, |c| c.stats().server_fetches)
-    }
-}
-
-/// What tasks of one session share.
-pub(crate) struct SessionContext {
-    pub(crate) blob_cache: Arc<BlobCache>,
-    pub(crate) gates: GateLoader,
-    pub(crate) counters: Arc<Counters>,
-    pub(crate) updates: mpsc::UnboundedSender<Bytes>,
-    pub(crate) running: Mutex<HashMap<ExecutionAttemptId, AbortHandle>>,
-    /// What word count tasks use: partitions, caches.
-    pub(crate) wordcount: WordCountContext,
-    /// How many times as long tasks take (see [`TaskManagerConfig::slowdown`]).
-    pub(crate) slowdown: f64,
-    /// Its Prometheus metrics.
-    pub(crate) metrics: Arc<TaskManagerMetrics>,
-    /// Its id (`tm<n>`) and host, as its tasks' metric labels carry them.
-    pub(crate) labels: (String, String),
-    /// The last peak RSS read and when.
-    rss: Mutex<(std::time::Instant, u64)>,
-}
-
-impl SessionContext {
-    pub(crate) fn stats(&self) -> TaskManagerStats {
-        TaskManagerStats {
-            tasks: self.counters.tasks.load(Ordering::Relaxed),
-            tdd_bytes_received: self.counters.tdd_bytes_received.load(Ordering::Relaxed),
-            blob_fetches: self.counters.blob_fetches(),
-            peak_rss_bytes: self.peak_rss(),
-        }
-    }
-
-    /// The peak RSS, read from the system at most every 100 ms (messages are frequent).
-    fn peak_rss(&self) -> u64 {
-        let mut cached = lock(&self.rss);
-        if cached.0.elapsed() > Duration::from_millis(100) || cached.1 == 0 {
-            // 0 on the wire: the platform does not tell (reported as unknown).
-            *cached = (std::time::Instant::now(), peak_rss_bytes().unwrap_or(0));
-        }
-        cached.1
-    }
-
-    pub(crate) fn send(&self, message: &ToJobManager) {
-        match encode(message) {
-            Ok(frame) => {
-                let _ = self.updates.send(frame);
-            }
-            Err(e) => tracing::error!("message to the JobManager not sent: {e}"),
-        }
-    }
 }
 
 /// A TaskManager process's main loop.
@@ -808,12 +739,6 @@ async fn heartbeat_connection(
     *lock(&side.reason) = Some(reason);
     side.alive.store(false, Ordering::Relaxed);
     side.lost.notify_one();
-}
-
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]

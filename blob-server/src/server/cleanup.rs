@@ -3,8 +3,9 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use conflux_blob_api::{BlobError, BlobKey, BlobKind, JobId};
+
 use crate::layout::{self, blocking};
-use crate::{BlobError, BlobKey, BlobKind, JobId};
 
 use super::state::ServerCore;
 use super::stats::bump;

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use conflux_blob_api::{BlobError, BlobKey, BlobKind};
 
 use crate::layout::{self, blocking};
-use crate::{BlobError, BlobKey, BlobKind};
 
 use super::state::ServerCore;
 

@@ -5,8 +5,9 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 
+use conflux_blob_api::{BlobError, BlobKey, BlobKind};
+
 use crate::layout::{self, blocking, io_err};
-use crate::{BlobError, BlobKey, BlobKind};
 
 use super::state::{Entry, ServerCore};
 

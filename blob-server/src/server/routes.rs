@@ -12,11 +12,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, put};
 use axum::Router;
 use bytes::Bytes;
+use conflux_blob_api::{BlobError, BlobKey, BlobKind, JobId};
 use futures_util::StreamExt;
 use tokio_util::io::ReaderStream;
 
 use crate::protocol::{JobList, LIMIT_HEADER, REFERENCES_HEADER};
-use crate::{BlobError, BlobKey, BlobKind, JobId};
 
 use super::download::Download;
 use super::state::ServerCore;

@@ -7,10 +7,11 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use conflux_blob_api::{BlobError, BlobKey, BlobKind};
+
 use crate::clock::Clock;
 use crate::layout::{self, blocking};
 use crate::store::BlobStore;
-use crate::{BlobError, BlobKey, BlobKind};
 
 use super::stats::{Counters, ServerStats};
 

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use conflux_blob_api::{BlobError, BlobKey, BlobKind, Digest, JobId};
 use futures_util::{Stream, StreamExt};
 
 use crate::layout::{self, blocking, io_err, TempFile};
-use crate::{BlobError, BlobKey, BlobKind, Digest, JobId};
 
 use super::state::{Entry, ServerCore};
 use super::stats::bump;

@@ -93,7 +93,7 @@ pub(crate) struct SlotRequestArgs {
 #[derive(clap::Args, Clone)]
 pub(crate) struct JobArgs {
     /// Task durations, ms: `MIN..MAX` (drawn per attempt from the seed) or one value.
-    #[arg(help_heading = crate::headings::CLUSTER, long, default_value = "1000..2000", value_parser = super::parse_duration_range)]
+    #[arg(help_heading = crate::headings::CLUSTER, long, default_value = "1000..2000", value_parser = super::duration_range::parse_duration_range)]
     pub(crate) task_duration_ms: (u64, u64),
     /// Seed of task durations (and of injected RPC drops for `cluster`).
     #[arg(help_heading = crate::headings::CLUSTER, long, default_value_t = 0)]

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 
 use clap::parser::ValueSource;
-use clap::{ArgAction, CommandFactory as _};
+use clap::ArgAction;
 
 /// Flags the cluster sets on its children itself, or passes otherwise (the token goes in their
 /// environment, never on a command line).
@@ -26,9 +26,9 @@ const NOT_FORWARDED: [&str; 10] = [
 
 /// The flags of `args` (a whole `conflux cluster ...` command line) given on it that
 /// `jobmanager` also takes, as `--flag=value` (a switch as `--flag`); empty for any other
-/// command. O(flags).
-pub(crate) fn jobmanager_flags(args: &[OsString]) -> Vec<OsString> {
-    let cli = crate::Cli::command();
+/// command; `cli` makes the whole `conflux` command line. O(flags).
+pub(crate) fn jobmanager_flags(args: &[OsString], cli: fn() -> clap::Command) -> Vec<OsString> {
+    let cli = cli();
     let Ok(matches) = cli.clone().try_get_matches_from(args) else {
         return Vec::new();
     };
@@ -79,7 +79,7 @@ mod tests {
 
     fn flags(args: &[&str]) -> Vec<String> {
         let args: Vec<OsString> = args.iter().map(OsString::from).collect();
-        jobmanager_flags(&args)
+        jobmanager_flags(&args, <crate::Cli as clap::CommandFactory>::command)
             .into_iter()
             .map(|f| f.into_string().expect("utf-8"))
             .collect()

@@ -19,8 +19,8 @@ use conflux_runtime::protocol::{JobOptions, JobSubmission};
 use conflux_runtime::{ClientError, JobManagerClient, JobReport};
 
 use super::args::ClusterArgs;
+use super::in_process::REGISTRATION_TIMEOUT;
 use super::local::{default_slots, options_dir, spawn_task_managers, verify, Children};
-use super::REGISTRATION_TIMEOUT;
 use crate::work_dir::{self, Kind, WorkDir};
 use crate::Failure;
 
@@ -269,7 +269,7 @@ async fn run_on(
     let follow = (retrieval, leader);
     let (done, done_rx) = tokio::sync::watch::channel(false);
     let waiting = async {
-        let report = super::wait_following(&mut client, &follow, token.clone(), job).await;
+        let report = super::follow::wait_following(&mut client, &follow, token.clone(), job).await;
         let _ = done.send(true);
         report
     };

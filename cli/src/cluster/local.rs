@@ -12,7 +12,7 @@ use conflux_runtime::report::KilledTaskManager;
 use conflux_runtime::{JobManager, JobReport};
 
 use super::args::{jobmanager_config, ClusterArgs};
-use super::REGISTRATION_TIMEOUT;
+use super::in_process::REGISTRATION_TIMEOUT;
 use crate::work_dir::{self, Kind, WorkDir};
 use crate::Failure;
 
@@ -151,7 +151,7 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
     eprintln!(
         "JobManager at {}, REST API {} (flink list -m {})",
         jm.address(),
-        super::rest_url(&jm),
+        super::in_process::rest_url(&jm),
         jm.rest_address()
             .map_or_else(|| "-".to_owned(), |a| a.to_string()),
     );
@@ -162,7 +162,7 @@ pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
     };
     // The JobManager first, so that the TaskManagers' ends are not reported as losses; then
     // every child is killed and reaped.
-    super::shutdown_within_grace(jm).await;
+    super::in_process::shutdown_within_grace(jm).await;
     drop(children);
     result
 }

@@ -19,7 +19,7 @@ use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess,
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::{add_node, read_node, FlinkInput, PlanSink};
+use super::node::{add_node, read_node, FlinkInput, InputsField, NodeFields, PlanSink, Text};
 use crate::GraphError;
 
 /// A document: its own fields, and REST's `plan` wrapper when it has one (which then is the
@@ -64,46 +64,6 @@ pub(super) struct Nodes<S> {
     /// The first node read whose values are invalid (parallelism, input numbers, exchange);
     /// nothing after it went into the sink.
     pub(super) value_error: Option<GraphError>,
-}
-
-/// A field that should be a string.
-pub(super) enum Text {
-    Null,
-    Str(String),
-    /// Neither a string nor null: its kind.
-    Other(&'static str),
-}
-
-impl Text {
-    /// What the value is, for messages.
-    pub(super) fn kind(&self) -> &'static str {
-        match self {
-            Text::Null => "null",
-            Text::Str(_) => "a string",
-            Text::Other(kind) => kind,
-        }
-    }
-}
-
-/// The fields of one node the import reads (all absent for a node that is not an object).
-#[derive(Default)]
-pub(super) struct NodeFields {
-    pub(super) id: Option<Text>,
-    pub(super) description: Option<Text>,
-    pub(super) operator: Option<Text>,
-    pub(super) contents: Option<Text>,
-    /// The value, or the message of reading it as an `i64`.
-    pub(super) parallelism: Option<Result<i64, String>>,
-    pub(super) inputs: Option<InputsField>,
-}
-
-/// A node's `inputs`.
-pub(super) enum InputsField {
-    Null,
-    /// Each input, or the message of reading it.
-    List(Vec<Result<FlinkInput, String>>),
-    /// Neither an array nor null: its kind.
-    Other(&'static str),
 }
 
 /// Reads a document.

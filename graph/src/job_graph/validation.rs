@@ -349,7 +349,7 @@ fn topological_order(
     if order.len() < n {
         return Err(GraphError::Cycle {
             cycle: describe_cycle(
-                &ids,
+                ids,
                 resolved
                     .iter()
                     .map(|e| (e.source as usize, e.target as usize)),

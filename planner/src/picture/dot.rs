@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{region_colour, Scene};
+use super::scene::{region_colour, Scene};
 
 /// The scene as DOT text. O(V + E).
 pub(super) fn render(scene: &Scene<'_>) -> String {

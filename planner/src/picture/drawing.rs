@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::layout::{lay_out, Direction, Point, Rect, Size};
-use super::Scene;
+use super::scene::Scene;
 
 /// Width of a vertex box, px, unless a line of its name needs more.
 pub const VERTEX_WIDTH: f64 = 220.0;

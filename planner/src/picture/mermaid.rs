@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{region_colour, Scene};
+use super::scene::{region_colour, Scene};
 
 /// The scene as Mermaid text. O(V + E).
 pub(super) fn render(scene: &Scene<'_>) -> String {

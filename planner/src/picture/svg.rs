@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use super::drawing::{Drawing, LABEL_FONT, LINE, VERTEX_FONT};
 use super::layout::Point;
-use super::{region_colour, Scene};
+use super::scene::{region_colour, Scene};
 
 /// The drawing as a standalone SVG document.
 pub(super) fn render(scene: &Scene<'_>, drawing: &Drawing) -> String {

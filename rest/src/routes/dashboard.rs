@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{job_of, ok, vertex_of, RestResult, RestState, Shared};
+use super::handler::{job_of, ok, vertex_of, RestResult, RestState, Shared};
 use crate::body::{ExecutionConfig, JobConfig, MetricValue, VertexAccumulators};
 use crate::error::{ErrorResponse, RestError};
 

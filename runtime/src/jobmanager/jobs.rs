@@ -25,8 +25,8 @@ use conflux_rest::JobView;
 use tokio::sync::watch;
 
 use crate::config::{JobHistory, MAX_QUEUED_JOBS};
+use crate::jobmanager::error::JobManagerError;
 use crate::jobmanager::loop_event::LoopEvent;
-use crate::jobmanager::JobManagerError;
 use crate::protocol::{JobOptions, JobSummary, WordCountTask};
 use crate::report::JobReport;
 
@@ -51,7 +51,7 @@ pub(crate) struct QueuedJob {
     /// directory keeps it); `None`: one is drawn when it starts.
     pub(crate) secret: Option<crate::secret::Secret>,
     /// A job recovered from the storage directory: its replayed event log.
-    pub(crate) recovery: Option<crate::jobmanager::recovery::JobRecovery>,
+    pub(crate) recovery: Option<crate::jobmanager::durable::JobRecovery>,
 }
 
 /// Where a job is in its life.

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use conflux_blob_api::JobId;
 use conflux_rest::{CancelOutcome, JobStatus, JobView, RestBackend, TaskManagerStatus};
 
-use crate::jobmanager::{JobManagerError, Shared};
+use crate::jobmanager::error::JobManagerError;
+use crate::jobmanager::shared::Shared;
 use crate::metrics::{ClusterFigures, JobFigures};
 
 /// The REST server's connection limits: 10 s for a request's head, 60 s of idleness, 256

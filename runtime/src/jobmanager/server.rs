@@ -16,9 +16,11 @@ use crate::connection::{
     accept_hello, decode, encode, framed, next_frame, send_reply, write_prioritized, FaultInjector,
     FramedStream, RpcError, MAX_HANDSHAKE_FRAME_BYTES,
 };
+use crate::jobmanager::admission::submit;
+use crate::jobmanager::error::JobManagerError;
 use crate::jobmanager::loop_event::LoopEvent;
 use crate::jobmanager::registry::{LossReason, Outbox, OutboxReceiver};
-use crate::jobmanager::{submit, JobManagerError, Shared};
+use crate::jobmanager::shared::Shared;
 use crate::protocol::{
     ClientRequest, ClientResponse, HandshakeReply, Hello, Role, TaskManagerRegistration,
     ToJobManager, Welcome,

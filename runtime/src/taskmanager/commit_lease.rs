@@ -51,7 +51,7 @@ impl CommitLease {
 
     /// Heartbeat answer `seq` is about to be sent.
     pub(crate) fn answer_sent(&self, seq: u64) {
-        let mut state = crate::taskmanager::lock(&self.state);
+        let mut state = crate::taskmanager::sync::lock(&self.state);
         if state.sent.len() == REMEMBERED_ANSWERS {
             state.sent.pop_front();
         }
@@ -62,7 +62,7 @@ impl CommitLease {
     /// when that answer was sent (never backwards).
     pub(crate) fn acknowledged(&self, answered: Option<u64>) {
         let Some(answered) = answered else { return };
-        let mut state = crate::taskmanager::lock(&self.state);
+        let mut state = crate::taskmanager::sync::lock(&self.state);
         if let Some(&(_, at)) = state.sent.iter().find(|(seq, _)| *seq == answered) {
             state.from = state.from.max(at);
             state.sent.retain(|(seq, _)| *seq > answered);
@@ -71,7 +71,7 @@ impl CommitLease {
 
     /// `Ok` while the lease holds; else why a commit is refused.
     pub(crate) fn check(&self) -> Result<(), String> {
-        let since = crate::taskmanager::lock(&self.state).from.elapsed();
+        let since = crate::taskmanager::sync::lock(&self.state).from.elapsed();
         if since < self.valid_for {
             Ok(())
         } else {

@@ -10,7 +10,7 @@ use axum::http::header;
 use axum::routing::get;
 use axum::Router;
 
-use super::Counters;
+use super::session::Counters;
 use crate::metrics::{TaskManagerMetrics, TaskManagerTotals};
 
 /// The metrics server; stops when dropped.

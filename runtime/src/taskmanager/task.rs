@@ -16,8 +16,9 @@ use crate::protocol::{
     SyntheticOutput, SyntheticTask, TaskMetrics, TaskSpec, TaskState, ToJobManager,
 };
 use crate::secret::Secret;
+use crate::taskmanager::session::SessionContext;
+use crate::taskmanager::sync::lock;
 use crate::taskmanager::wordcount;
-use crate::taskmanager::{lock, SessionContext};
 
 pub(crate) fn spawn(
     ctx: Arc<SessionContext>,

@@ -88,10 +88,12 @@ async fn follow(mut client: zk::Client, options: HaOptions, tx: watch::Sender<Op
                 Some(watcher)
             }
             Err(zk::Error::NoNode) => match client.check_and_watch_stat(&path).await {
-                Ok((stat, watcher)) => {
-                    if stat.is_none() {
-                        tx.send_if_modified(|l| l.take().is_some());
-                    }
+                // Created between the two calls (a new leader publishing right after the old
+                // one's node went): read now. Its exists-watch fires only at its next change,
+                // so waiting on it kept the old leader here for as long as the new one led.
+                Ok((Some(_), _)) => continue,
+                Ok((None, watcher)) => {
+                    tx.send_if_modified(|l| l.take().is_some());
                     Some(watcher)
                 }
                 Err(e) => {

@@ -235,13 +235,13 @@ mod tests {
         };
         let (requests, received) = mpsc::channel();
         let mut answers = Vec::new();
-        for v in 0..3 {
-            let mut dead = tdd(v, &info);
+        for v in 0..3u8 {
+            let mut dead = tdd(u32::from(v), &info);
             dead.task_information = MaybeOffloaded::Offloaded {
                 key: BlobKey::for_content(
                     conflux_blob_api::BlobKind::Permanent,
                     Some(dead.job_id),
-                    &[v as u8],
+                    &[v],
                 ),
                 len: 1,
             };

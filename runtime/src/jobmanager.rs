@@ -124,10 +124,27 @@ impl JobManager {
                 address: config.address,
                 source,
             })?;
+        let store = match &config.storage_dir {
+            Some(dir) => Some(conflux_job_store::StorageDir::open(dir).map_err(|e| {
+                JobManagerError::JobStore {
+                    source_name: dir.display().to_string(),
+                    message: e.to_string(),
+                }
+            })?),
+            None if config.leader.is_some() => {
+                return Err(JobManagerError::JobStore {
+                    source_name: "high-availability.storageDir".into(),
+                    message: "high availability needs a storage directory".into(),
+                })
+            }
+            None => None,
+        };
         let mut blob_config = BlobServerConfig::new(&config.blob_dir);
         blob_config.address = SocketAddr::new(address.ip(), 0);
         blob_config.auth_token = config.rpc.token.clone();
-        blob_config.recovered_jobs = Some(Vec::new());
+        // The blob server keeps the blobs of the jobs this JobManager is about to recover (as
+        // Flink's BlobServer is told the recovered jobs); every other job's blobs go.
+        blob_config.recovered_jobs = Some(store.as_ref().map(jobs_to_recover).unwrap_or_default());
         let blob_server = Arc::new(BlobServer::start(blob_config).await?);
         let host = config
             .advertised_host
@@ -161,21 +178,6 @@ impl JobManager {
                 .unwrap_or(&address.ip().to_string()),
         );
 
-        let store = match &config.storage_dir {
-            Some(dir) => Some(conflux_job_store::StorageDir::open(dir).map_err(|e| {
-                JobManagerError::JobStore {
-                    source_name: dir.display().to_string(),
-                    message: e.to_string(),
-                }
-            })?),
-            None if config.leader.is_some() => {
-                return Err(JobManagerError::JobStore {
-                    source_name: "high-availability.storageDir".into(),
-                    message: "high availability needs a storage directory".into(),
-                })
-            }
-            None => None,
-        };
         let registry = Arc::new(Registry::new(metrics.heartbeat_rtt_seconds.clone()));
         let shared = Arc::new(Shared {
             config: config.clone(),
@@ -417,4 +419,16 @@ fn run_jobs(shared: &Shared, blob_writer: Arc<dyn BlobWriter>, handle: &tokio::r
             .retain(|j| *j != id);
         shared.jobs.finish(id, report);
     }
+}
+
+/// The jobs `store` holds that have not ended (an entry, no result): those the JobManager
+/// recovers. A listing that fails lists none here; the recovery itself reports it.
+fn jobs_to_recover(store: &conflux_job_store::StorageDir) -> Vec<JobId> {
+    store
+        .jobs()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|job| matches!(store.read_result(job), Ok(None)))
+        .filter_map(|job| job.parse().ok())
+        .collect()
 }

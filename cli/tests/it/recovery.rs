@@ -77,6 +77,21 @@ fn start_jobmanager_waiting(
     (jm, address)
 }
 
+/// A JobManager (`jm-1`, on a free port, keeping jobs in `storage`) and two TaskManagers of 2
+/// slots (`tm-a`, `tm-b`) registered with it; returns them and the JobManager's address.
+fn jobmanager_and_two_task_managers(dir: &Path, storage: &Path) -> (Proc, String, Proc, Proc) {
+    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir, storage);
+    let tm_a = start_taskmanager("tm-a", &address, 2, dir);
+    let tm_b = start_taskmanager("tm-b", &address, 2, dir);
+    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    (jm, address, tm_a, tm_b)
+}
+
+/// `dir/out`, where the sinks write.
+fn output_dir(dir: &Path) -> String {
+    dir.join("out").to_str().expect("utf-8").to_owned()
+}
+
 /// Submits `file` detached with its output in `out`; returns the job id.
 fn submit(file: &str, address: &str, dir: &Path, out: &str, sink_delay_us: u64) -> String {
     let (status, stdout, stderr) = run_bounded(
@@ -166,12 +181,9 @@ fn kill_and_recover(sources: u32, logged: usize, sink_delay_us: u64) -> (Value, 
     let dir = tempfile::tempdir().expect("tempdir");
     let storage = dir.path().join("ha");
     let file = word_count(dir.path(), sources, 4, 200_000);
-    let out = dir.path().join("out");
-    let out = out.to_str().expect("utf-8").to_owned();
-    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
-    let mut tm_a = start_taskmanager("tm-a", &address, 2, dir.path());
-    let mut tm_b = start_taskmanager("tm-b", &address, 2, dir.path());
-    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    let out = output_dir(dir.path());
+    let (mut jm, address, mut tm_a, mut tm_b) =
+        jobmanager_and_two_task_managers(dir.path(), &storage);
     let job = submit(&file, &address, dir.path(), &out, sink_delay_us);
     assert!(
         storage
@@ -254,12 +266,9 @@ fn a_jobmanager_killed_during_the_final_sinks_keeps_what_they_published() {
     let storage = dir.path().join("ha");
     let (sources, counts) = (4, 8);
     let file = word_count(dir.path(), sources, counts, 100_000);
-    let out = dir.path().join("out");
-    let out = out.to_str().expect("utf-8").to_owned();
-    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
-    let mut tm_a = start_taskmanager("tm-a", &address, 2, dir.path());
-    let mut tm_b = start_taskmanager("tm-b", &address, 2, dir.path());
-    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    let out = output_dir(dir.path());
+    let (mut jm, address, mut tm_a, mut tm_b) =
+        jobmanager_and_two_task_managers(dir.path(), &storage);
     let job = submit(&file, &address, dir.path(), &out, 50_000);
     let all_counts = sources..sources + counts;
     wait_until("a count finishes", Duration::from_secs(60), || {
@@ -297,12 +306,9 @@ fn a_jobmanager_and_a_task_manager_killed_at_once_lose_only_that_task_managers_w
     let storage = dir.path().join("ha");
     let (sources, counts) = (6, 4);
     let file = word_count(dir.path(), sources, counts, 100_000);
-    let out = dir.path().join("out");
-    let out = out.to_str().expect("utf-8").to_owned();
-    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
-    let mut tm_a = start_taskmanager("tm-a", &address, 2, dir.path());
-    let mut tm_b = start_taskmanager("tm-b", &address, 2, dir.path());
-    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    let out = output_dir(dir.path());
+    let (mut jm, address, mut tm_a, mut tm_b) =
+        jobmanager_and_two_task_managers(dir.path(), &storage);
     // Slow sinks: the counts still run when every source is logged finished.
     let job = submit(&file, &address, dir.path(), &out, 100_000);
     wait_until("sources finish", Duration::from_secs(60), || {
@@ -340,12 +346,9 @@ fn a_replacement_killed_too_is_replaced_again_and_the_job_finishes() {
     let storage = dir.path().join("ha");
     let sources = 12;
     let file = word_count(dir.path(), sources, 4, 200_000);
-    let out = dir.path().join("out");
-    let out = out.to_str().expect("utf-8").to_owned();
-    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
-    let mut tm_a = start_taskmanager("tm-a", &address, 2, dir.path());
-    let mut tm_b = start_taskmanager("tm-b", &address, 2, dir.path());
-    jm.wait_for_log("TaskManager registered", 2, Duration::from_secs(10));
+    let out = output_dir(dir.path());
+    let (mut jm, address, mut tm_a, mut tm_b) =
+        jobmanager_and_two_task_managers(dir.path(), &storage);
     // Slow sinks: the job still runs when the second JobManager is killed, even if every
     // source finished by then.
     let job = submit(&file, &address, dir.path(), &out, 20_000);
@@ -383,8 +386,7 @@ fn a_torn_job_store_entry_fails_its_job_naming_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let storage = dir.path().join("ha");
     let file = word_count(dir.path(), 4, 2, 100_000);
-    let out = dir.path().join("out");
-    let out = out.to_str().expect("utf-8").to_owned();
+    let out = output_dir(dir.path());
     let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
     let mut tm = start_taskmanager("tm", &address, 2, dir.path());
     jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
@@ -427,8 +429,7 @@ fn a_truncated_event_log_fails_its_job_naming_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let storage = dir.path().join("ha");
     let file = word_count(dir.path(), 4, 2, 100_000);
-    let out = dir.path().join("out");
-    let out = out.to_str().expect("utf-8").to_owned();
+    let out = output_dir(dir.path());
     let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
     let mut tm = start_taskmanager("tm", &address, 2, dir.path());
     jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
@@ -465,8 +466,7 @@ fn a_finished_job_is_not_run_again_by_the_next_jobmanager() {
     let dir = tempfile::tempdir().expect("tempdir");
     let storage = dir.path().join("ha");
     let file = word_count(dir.path(), 2, 2, 10_000);
-    let out = dir.path().join("out");
-    let out = out.to_str().expect("utf-8").to_owned();
+    let out = output_dir(dir.path());
     let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
     let mut tm = start_taskmanager("tm", &address, 2, dir.path());
     jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));

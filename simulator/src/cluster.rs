@@ -212,17 +212,49 @@ fn log_blob_failures(factory: &mut TaskDeploymentDescriptorFactory, job_id: JobI
     }
 }
 
-/// One scheduler call's clocks: wall time and the thread's CPU time when it began.
+/// How stale the CPU clock reading a call starts from may be, in wall time. Reading the
+/// thread's CPU clock is a system call (no vDSO for it): twice per scheduler call it tripled
+/// the simulator's run time, so a call starts from the last reading taken at most this long
+/// before it, and its CPU time (read after it only when it may be a longest call) is
+/// overstated by at most this much.
+const CPU_READING_MAX_AGE: Duration = Duration::from_micros(100);
+
+/// The last reading of the thread's CPU clock, and when it was taken.
+#[derive(Default)]
+struct CpuReadings {
+    last: Option<(Instant, Duration)>,
+}
+
+impl CpuReadings {
+    /// The thread's CPU time now, or as read at most [`CPU_READING_MAX_AGE`] before `now`.
+    fn at(&mut self, now: Instant) -> Option<Duration> {
+        match self.last {
+            Some((at, cpu)) if now.duration_since(at) < CPU_READING_MAX_AGE => Some(cpu),
+            _ => self.read(now),
+        }
+    }
+
+    /// Reads the thread's CPU clock, noting the reading as taken at `now`.
+    fn read(&mut self, now: Instant) -> Option<Duration> {
+        let cpu = crate::cpu_time::thread_cpu_time()?;
+        self.last = Some((now, cpu));
+        Some(cpu)
+    }
+}
+
+/// One scheduler call's clocks: wall time and the thread's CPU time when it began (within
+/// [`CPU_READING_MAX_AGE`]).
 struct CallClock {
     wall: Instant,
     cpu: Option<Duration>,
 }
 
 impl CallClock {
-    fn start() -> CallClock {
+    fn start(readings: &mut CpuReadings) -> CallClock {
+        let wall = Instant::now();
         CallClock {
-            wall: Instant::now(),
-            cpu: crate::cpu_time::thread_cpu_time(),
+            wall,
+            cpu: readings.at(wall),
         }
     }
 }
@@ -233,18 +265,29 @@ const LOGGED_CALL_CPU: Duration = Duration::from_millis(5);
 /// Keeps the longest scheduler call, by wall time and by CPU time; a new longest one (by wall
 /// time), or one of at least [`LOGGED_CALL_CPU`], is logged (debug) with what it handled: the
 /// event, and which continuation call of its work (0: the `handle` call itself).
+///
+/// A call's CPU time is at most its wall time, so the CPU clock is read after a call only when
+/// its wall time could make it the longest by CPU or a logged one.
 fn note_call(
     report: &mut SimulationReport,
+    readings: &mut CpuReadings,
     clock: &CallClock,
     now_ms: u64,
     event: &Event,
     continuation: u32,
 ) {
-    let took = clock.wall.elapsed();
-    let cpu = clock
-        .cpu
-        .zip(crate::cpu_time::thread_cpu_time())
-        .map(|(before, after)| after.saturating_sub(before));
+    let ended = Instant::now();
+    let took = ended.duration_since(clock.wall);
+    let may_count =
+        took >= LOGGED_CALL_CPU || report.max_handler_cpu.is_none_or(|longest| took > longest);
+    let cpu = if may_count {
+        clock
+            .cpu
+            .zip(readings.read(ended))
+            .map(|(before, after)| after.saturating_sub(before))
+    } else {
+        None
+    };
     if let Some(cpu) = cpu {
         report.max_handler_cpu = Some(report.max_handler_cpu.map_or(cpu, |m| m.max(cpu)));
     }
@@ -499,23 +542,31 @@ fn run(
         })
         .collect();
     events.push(Event::Start);
+    let mut cpu_readings = CpuReadings::default();
     loop {
         for event in events.drain(..) {
             let observed = event.clone();
-            let call = CallClock::start();
+            let call = CallClock::start(&mut cpu_readings);
             let mut commands = scheduler
                 .handle(now, event)
                 .map_err(|e| format!("bug: {e}"))?;
-            note_call(&mut report, &call, now, &observed, 0);
+            note_call(&mut report, &mut cpu_readings, &call, now, &observed, 0);
             // Work beyond the scheduler's budget is done by continuation calls at the same
             // virtual time, before the next event; their commands continue the call's, and the
             // whole is handled as one call's commands, as before there were budgets.
             let mut continuation = 0;
             while scheduler.has_pending_work() {
-                let call = CallClock::start();
+                let call = CallClock::start(&mut cpu_readings);
                 let more = scheduler.continue_work().map_err(|e| format!("bug: {e}"))?;
                 continuation += 1;
-                note_call(&mut report, &call, now, &observed, continuation);
+                note_call(
+                    &mut report,
+                    &mut cpu_readings,
+                    &call,
+                    now,
+                    &observed,
+                    continuation,
+                );
                 report.continuations += 1;
                 commands.extend(more);
             }

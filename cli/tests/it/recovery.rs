@@ -87,9 +87,22 @@ fn jobmanager_and_two_task_managers(dir: &Path, storage: &Path) -> (Proc, String
     (jm, address, tm_a, tm_b)
 }
 
+/// As [`jobmanager_and_two_task_managers`] with one TaskManager of 2 slots (`tm`).
+fn jobmanager_and_one_task_manager(dir: &Path, storage: &Path) -> (Proc, String, Proc) {
+    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir, storage);
+    let tm = start_taskmanager("tm", &address, 2, dir);
+    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    (jm, address, tm)
+}
+
 /// `dir/out`, where the sinks write.
 fn output_dir(dir: &Path) -> String {
-    dir.join("out").to_str().expect("utf-8").to_owned()
+    output_dir_named(dir, "out")
+}
+
+/// `dir/NAME` as a string: another output directory.
+fn output_dir_named(dir: &Path, name: &str) -> String {
+    dir.join(name).to_str().expect("utf-8").to_owned()
 }
 
 /// Submits `file` detached with its output in `out`; returns the job id.
@@ -387,9 +400,7 @@ fn a_torn_job_store_entry_fails_its_job_naming_the_file() {
     let storage = dir.path().join("ha");
     let file = word_count(dir.path(), 4, 2, 100_000);
     let out = output_dir(dir.path());
-    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
-    let mut tm = start_taskmanager("tm", &address, 2, dir.path());
-    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    let (mut jm, address, mut tm) = jobmanager_and_one_task_manager(dir.path(), &storage);
     let job = submit(&file, &address, dir.path(), &out, 200_000);
     jm.signal("KILL");
     jm.kill();
@@ -411,8 +422,7 @@ fn a_torn_job_store_entry_fails_its_job_naming_the_file() {
         "{result}"
     );
     // The JobManager runs on: a new submission of the same job finishes.
-    let out2 = dir.path().join("out-2");
-    let out2 = out2.to_str().expect("utf-8").to_owned();
+    let out2 = output_dir_named(dir.path(), "out-2");
     let again = submit(&file, &address, dir.path(), &out2, 0);
     let r = wait_report(&again, &address, dir.path());
     assert_eq!(r["status"], "FINISHED", "{r}");
@@ -430,9 +440,7 @@ fn a_truncated_event_log_fails_its_job_naming_the_file() {
     let storage = dir.path().join("ha");
     let file = word_count(dir.path(), 4, 2, 100_000);
     let out = output_dir(dir.path());
-    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
-    let mut tm = start_taskmanager("tm", &address, 2, dir.path());
-    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    let (mut jm, address, mut tm) = jobmanager_and_one_task_manager(dir.path(), &storage);
     let job = submit(&file, &address, dir.path(), &out, 200_000);
     wait_until("sources finish", Duration::from_secs(60), || {
         sources_finished(&storage, &job, 4) >= 2
@@ -467,9 +475,7 @@ fn a_finished_job_is_not_run_again_by_the_next_jobmanager() {
     let storage = dir.path().join("ha");
     let file = word_count(dir.path(), 2, 2, 10_000);
     let out = output_dir(dir.path());
-    let (mut jm, address) = start_jobmanager("jm-1", "127.0.0.1:0", dir.path(), &storage);
-    let mut tm = start_taskmanager("tm", &address, 2, dir.path());
-    jm.wait_for_log("TaskManager registered", 1, Duration::from_secs(10));
+    let (mut jm, address, mut tm) = jobmanager_and_one_task_manager(dir.path(), &storage);
     let job = submit(&file, &address, dir.path(), &out, 0);
     let r = wait_report(&job, &address, dir.path());
     assert_eq!(r["status"], "FINISHED", "{r}");

@@ -560,7 +560,8 @@ pub(crate) fn cluster(args: &ClusterArgs) -> Result<(), Failure> {
     // More than one JobManager, or a ZooKeeper given: JobManager children under high
     // availability; else the JobManager in this process.
     let ha = args.job_managers > 1 || args.ha.zookeeper_quorum.is_some();
-    if !ha && args.kill_job_manager_after_ms.is_some() {
+    // Checked once here for both paths: with one JobManager there is no standby to take over.
+    if args.kill_job_manager_after_ms.is_some() && args.job_managers < 2 {
         return Err(Failure::input(anyhow::anyhow!(
             "--kill-job-manager-after-ms needs --job-managers 2 or more (a standby to take over)"
         )));

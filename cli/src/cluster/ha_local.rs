@@ -39,11 +39,6 @@ const POLL: Duration = Duration::from_millis(10);
 /// TaskManager cannot be had, or the job cannot be followed to its end.
 pub(super) async fn run(args: &ClusterArgs) -> Result<JobReport, Failure> {
     let started = Instant::now();
-    if args.kill_job_manager_after_ms.is_some() && args.job_managers < 2 {
-        return Err(Failure::input(anyhow!(
-            "--kill-job-manager-after-ms needs --job-managers 2 or more (a standby to take over)"
-        )));
-    }
     let bytes = crate::read_input(&args.file)?;
     let slots = match args.slots {
         Some(slots) => slots,
